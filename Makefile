@@ -1,0 +1,17 @@
+# Both targets create .venv on first use (scripts/bootstrap.sh is idempotent).
+.PHONY: venv demo test lint bench
+
+venv:
+	@scripts/bootstrap.sh
+
+demo: venv
+	.venv/bin/python examples/main_job.py
+
+test: venv
+	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+lint: venv
+	.venv/bin/ruff check src tests benchmarks examples
+
+bench: venv
+	.venv/bin/python -m benchmarks.run $(BENCH_ARGS)

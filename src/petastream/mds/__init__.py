@@ -1,0 +1,1 @@
+"""The MDS (Mosaic Data Shard) format: encodings, shards, index, writer, reader, storage."""

@@ -1,0 +1,361 @@
+"""MDS column encodings: the registry and the scalar/text encodings.
+
+Every encoding has two paths:
+
+* per sample, for random access and Mosaic's ``MDSWriter.write(dict)`` API:
+  ``encode(value) -> bytes`` and ``decode(buffer) -> value`` with Mosaic's exact types
+  (``int`` -> Python int, ``uint8`` -> ``np.uint8`` scalar, ``str`` -> str ...);
+* in bulk, the hot path: a fixed-size encoding exposes ``dtype`` (a numpy dtype, possibly with a
+  sub-array shape) so a whole column is one strided view over the shard bytes; a variable-size
+  encoding turns a column into ``(offsets, data)`` and back without a Python loop where the
+  payload is plain bytes or text (``bytes``, ``str``), and through the per-sample path otherwise.
+
+Byte layouts are Mosaic Streaming's (``streaming/base/format/mds/encodings.py``): all integers
+and floats little-endian, no padding. The rule that a ``bytes`` value is written unchanged under
+any encoding (``mds_encode``) is applied by :func:`encode_value`, not by each encoding.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import EncodingError, FormatError, UnsafeEncodingError
+
+__all__ = [
+    "Encoding",
+    "get_encoding",
+    "is_mds_encoding",
+    "get_mds_encodings",
+    "get_mds_encoded_size",
+    "encode_value",
+    "UNSAFE_ENCODINGS",
+]
+
+UNSAFE_ENCODINGS = frozenset({"pkl"})
+
+
+class Encoding:
+    """One MDS encoding. ``size`` is the fixed encoded size in bytes, or None if it varies."""
+
+    name: str = ""
+    size: int | None = None
+    #: numpy dtype of one value for fixed-size encodings (the bulk path's structured field).
+    dtype: np.dtype | None = None
+
+    def encode(self, value: Any) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, data: bytes | memoryview) -> Any:
+        raise NotImplementedError
+
+    # -- bulk, variable-size ----------------------------------------------------------------
+    def encode_column(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Encode a whole column to ``(offsets int64[n+1], data uint8[...])``.
+
+        The generic path loops over values; ``bytes``/``str`` override it with Arrow.
+        """
+        parts = [encode_value(self, v) for v in values]
+        return _pack(parts)
+
+    def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+        """Decode ``(offsets, data)`` to an object array (one Python value per sample)."""
+        buf = data.tobytes()
+        out = np.empty(len(offsets) - 1, dtype=object)
+        for i in range(len(out)):
+            out[i] = self.decode(buf[offsets[i] : offsets[i + 1]])
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name}>"
+
+
+def _pack(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    return offsets, data
+
+
+def encode_value(enc: Encoding, value: Any) -> bytes:
+    """Mosaic's ``mds_encode``: a ``bytes`` value is taken as already encoded, for any encoding."""
+    if type(value) is bytes:
+        data = value
+    else:
+        data = enc.encode(value)
+    if enc.size is not None and len(data) != enc.size:
+        raise EncodingError(
+            f"encoding {enc.name!r} takes exactly {enc.size} bytes per value, got {len(data)}"
+        )
+    return data
+
+
+# --- fixed-size numeric scalars ------------------------------------------------------------
+
+
+class NumpyScalar(Encoding):
+    """``uint8`` ... ``float64``: ``np.<t>(v).tobytes()``; decodes to a numpy scalar."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.dtype = np.dtype(name).newbyteorder("<")
+        self.size = self.dtype.itemsize
+
+    def encode(self, value: Any) -> bytes:
+        try:
+            return np.asarray(value, dtype=self.dtype).reshape(()).tobytes()
+        except (ValueError, TypeError, OverflowError) as e:
+            raise EncodingError(f"cannot encode {value!r} as {self.name}: {e}") from e
+
+    def decode(self, data: bytes | memoryview) -> Any:
+        return np.frombuffer(data, dtype=self.dtype)[0]
+
+
+class Int(Encoding):
+    """``int``: int64 little-endian; decodes to a Python ``int``.
+
+    Mosaic rejects numpy integers here; we accept them (same bytes) since Spark and pandas hand
+    them out everywhere.
+    """
+
+    name = "int"
+    size = 8
+    dtype = np.dtype("<i8")
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, (int, np.integer)):
+            raise EncodingError(f"encoding 'int' needs an int, got {type(value).__name__} {value!r}")
+        try:
+            return np.int64(value).tobytes()
+        except OverflowError as e:
+            raise EncodingError(f"{value!r} does not fit the 'int' encoding (int64)") from e
+
+    def decode(self, data: bytes | memoryview) -> int:
+        return int(np.frombuffer(data, dtype=self.dtype)[0])
+
+
+# --- variable-size ---------------------------------------------------------------------------
+
+
+class Bytes(Encoding):
+    name = "bytes"
+
+    def encode(self, value: Any) -> bytes:
+        if isinstance(value, (bytearray, memoryview, np.bytes_)):
+            return bytes(value)
+        raise EncodingError(f"encoding 'bytes' needs bytes, got {type(value).__name__}")
+
+    def decode(self, data: bytes | memoryview) -> bytes:
+        return bytes(data)
+
+    def encode_column(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        return _arrow_encode(values, "binary", self.encode)
+
+    def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+        return _arrow_decode(offsets, data, "binary")
+
+
+class Str(Encoding):
+    name = "str"
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, str):
+            raise EncodingError(f"encoding 'str' needs str, got {type(value).__name__} {value!r}")
+        return value.encode("utf-8")
+
+    def decode(self, data: bytes | memoryview) -> str:
+        return bytes(data).decode("utf-8")
+
+    def encode_column(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        return _arrow_encode(values, "string", self.encode)
+
+    def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+        return _arrow_decode(offsets, data, "string")
+
+
+def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and bytes of a str/bytes column, taken straight from Arrow's buffers."""
+    import pyarrow as pa
+
+    arr = values
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not isinstance(arr, pa.Array):
+        try:
+            arr = pa.array(values, type=pa.large_string() if kind == "string" else pa.large_binary())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            # Mixed input (say bytes in a str column, which Mosaic writes as-is): slow path.
+            return _pack([encode_value(_REGISTRY[kind_name(kind)], v) for v in values])
+    if arr.null_count:
+        raise EncodingError(f"column has {arr.null_count} null value(s); MDS '{kind_name(kind)}' cannot store nulls")
+    if pa.types.is_string(arr.type) or pa.types.is_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
+    elif pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_binary())
+    elif not pa.types.is_large_binary(arr.type):
+        raise EncodingError(f"encoding '{kind_name(kind)}' cannot take Arrow type {arr.type}")
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    if offsets[0]:
+        data = data[offsets[0] : offsets[-1]]
+        offsets = offsets - offsets[0]
+    else:
+        data = data[: offsets[-1]]
+    return offsets.astype(np.int64, copy=False), data
+
+
+def kind_name(kind: str) -> str:
+    return "str" if kind == "string" else "bytes"
+
+
+def _arrow_decode(offsets: np.ndarray, data: np.ndarray, kind: str) -> np.ndarray:
+    import pyarrow as pa
+
+    n = len(offsets) - 1
+    typ = pa.large_string() if kind == "string" else pa.large_binary()
+    arr = pa.Array.from_buffers(
+        typ, n, [None, pa.py_buffer(offsets.astype(np.int64, copy=False)), pa.py_buffer(data)]
+    )
+    if kind == "string":
+        try:
+            arr.validate(full=True)
+        except pa.ArrowInvalid as e:
+            raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
+    return arr.to_numpy(zero_copy_only=False)
+
+
+class StrInt(Encoding):
+    name = "str_int"
+
+    def encode(self, value: Any) -> bytes:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise EncodingError(f"encoding 'str_int' needs an int, got {type(value).__name__}")
+        return str(int(value)).encode()
+
+    def decode(self, data: bytes | memoryview) -> int:
+        return int(bytes(data).decode())
+
+
+class StrFloat(Encoding):
+    name = "str_float"
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, (float, np.floating)):
+            raise EncodingError(f"encoding 'str_float' needs a float, got {type(value).__name__}")
+        return str(float(value)).encode()
+
+    def decode(self, data: bytes | memoryview) -> float:
+        return float(bytes(data).decode())
+
+
+class StrDecimal(Encoding):
+    name = "str_decimal"
+
+    def encode(self, value: Any) -> bytes:
+        if not isinstance(value, Decimal):
+            raise EncodingError(
+                f"encoding 'str_decimal' needs a decimal.Decimal, got {type(value).__name__}"
+            )
+        return str(value).encode()
+
+    def decode(self, data: bytes | memoryview) -> Decimal:
+        return Decimal(bytes(data).decode())
+
+
+class Json(Encoding):
+    name = "json"
+
+    def encode(self, value: Any) -> bytes:
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        try:
+            return json.dumps(value).encode("utf-8")
+        except TypeError as e:
+            raise EncodingError(f"value is not JSON-serialisable: {e}") from e
+
+    def decode(self, data: bytes | memoryview) -> Any:
+        return json.loads(bytes(data).decode("utf-8"))
+
+
+class Pickle(Encoding):
+    """``pkl``: unsafe (unpickling runs code), refused on read unless allowed."""
+
+    name = "pkl"
+
+    def encode(self, value: Any) -> bytes:
+        return pickle.dumps(value)
+
+    def decode(self, data: bytes | memoryview) -> Any:
+        return pickle.loads(bytes(data))
+
+
+# --- registry --------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Encoding] = {
+    "bytes": Bytes(),
+    "str": Str(),
+    "int": Int(),
+    "str_int": StrInt(),
+    "str_float": StrFloat(),
+    "str_decimal": StrDecimal(),
+    "json": Json(),
+    "pkl": Pickle(),
+}
+for _t in ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+           "float16", "float32", "float64"):
+    _REGISTRY[_t] = NumpyScalar(_t)
+
+# Loaded on first use: they import Pillow (images) or carry configuration (ndarray).
+_LAZY = {"ndarray", "pil", "jpeg", "png", "jpeg_array", "jpegarray", "list[pil]", "list[jpeg]", "list[png]"}
+
+
+def get_mds_encodings() -> set[str]:
+    """The 28 encoding names Mosaic Streaming knows."""
+    return set(_REGISTRY) | _LAZY
+
+
+def get_encoding(name: str, *, allow_unsafe: bool = True) -> Encoding:
+    """Look up an encoding by name (``ndarray:<dtype>[:<shape>]`` included)."""
+    if not isinstance(name, str):
+        raise FormatError(f"an encoding name must be a string, got {name!r}")
+    base, sep, config = name.partition(":")
+    if base == "ndarray":
+        from petastream.mds.ndarray import NDArray
+
+        return NDArray.from_name(name)
+    if sep:
+        raise FormatError(f"encoding {name!r}: only 'ndarray' takes a ':' configuration")
+    if name in UNSAFE_ENCODINGS and not allow_unsafe:
+        raise UnsafeEncodingError(
+            f"encoding {name!r} unpickles arbitrary objects and can run code; "
+            "pass allow_unsafe_types=True if you trust this dataset"
+        )
+    enc = _REGISTRY.get(name)
+    if enc is not None:
+        return enc
+    if name in _LAZY:
+        from petastream.mds.images import IMAGE_ENCODINGS
+
+        return IMAGE_ENCODINGS[name]
+    raise FormatError(
+        f"unknown MDS encoding {name!r}; valid: {', '.join(sorted(get_mds_encodings()))} "
+        "(and ndarray:<dtype>[:<d0>,<d1>...])"
+    )
+
+
+def is_mds_encoding(name: str) -> bool:
+    try:
+        get_encoding(name)
+    except FormatError:
+        return False
+    return True
+
+
+def get_mds_encoded_size(name: str) -> int | None:
+    """Fixed encoded size of ``name`` in bytes, or None when it varies."""
+    return get_encoding(name).size

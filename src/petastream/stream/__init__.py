@@ -1,0 +1,1 @@
+"""petastream.stream"""
