@@ -211,7 +211,7 @@ def _encode_1d(lengths: np.ndarray, flat: np.ndarray, with_dtype: bool) -> tuple
     """Encode 1-D arrays given as lengths + concatenated values, without a per-value loop."""
     n = len(lengths)
     codes = np.zeros(n, dtype=np.int64)
-    for code, dt in enumerate(_SHAPE_DTYPES[:-1]):
+    for dt in _SHAPE_DTYPES[:-1]:
         codes += lengths >= (1 << (8 * dt.itemsize))
     widths = 1 << codes
     head = int(with_dtype) + 1

@@ -1,0 +1,175 @@
+"""One MDS shard's bytes: building them, and reading them per sample or in bulk.
+
+Layout (all little-endian, Mosaic's ``MDSWriter.encode_joint_shard``)::
+
+    offset 0           uint32 N                 number of samples
+    offset 4           uint32 offsets[N+1]      absolute offset of each sample; offsets[N] = file size
+    offset 4+4(N+1)    config JSON              UTF-8, not length-prefixed (never parsed on read)
+    offsets[i]         sample i                 [uint32 size per variable-size column][payloads]
+
+A sample's payloads follow the sorted column order with no padding; only variable-size columns
+carry a length. Readers use the offsets table alone.
+
+Bulk decode: in an all-fixed-size layout every sample has the same size and samples are
+contiguous, so the data region *is* a packed structured array and each column is one strided
+view (no copy, no loop). Otherwise the per-sample length headers are gathered with one fancy
+index, column start positions follow by cumulative sums, fixed columns are gathered as
+``(n, size)`` byte matrices and viewed as their dtype, and variable columns become
+``(offsets, bytes)`` pairs decoded by their encoding in one call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import CorruptShardError
+from petastream.mds.layout import ColumnLayout
+
+__all__ = ["build_shard", "ShardData"]
+
+
+def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: bytes | np.ndarray) -> bytes:
+    """Assemble shard bytes from concatenated sample payloads and their sizes."""
+    n = len(sample_sizes)
+    header = np.empty(n + 2, dtype="<u4")
+    header[0] = n
+    first = 4 * (n + 2) + len(config_json)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    offsets[0] = first
+    np.cumsum(sample_sizes, out=offsets[1:])
+    offsets[1:] += first
+    if offsets[-1] >= 1 << 32:
+        raise CorruptShardError(f"a shard of {offsets[-1]} bytes exceeds the 4 GiB MDS limit; lower size_limit")
+    header[1:] = offsets
+    return b"".join((header.tobytes(), config_json, memoryview(payload).cast("B")))
+
+
+class ShardData:
+    """Decoded view of one shard's raw (uncompressed) bytes.
+
+    ``buffer`` may be ``bytes``, an ``mmap`` or a numpy array; nothing is copied on open. The
+    header is validated against the file size (and the expected sample count) so a truncated
+    or corrupted shard fails here with the file named, not later with wrong values.
+    """
+
+    def __init__(self, buffer: Any, layout: ColumnLayout, *, name: str = "<shard>",
+                 expected_samples: int | None = None):
+        self.name = name
+        self.layout = layout
+        self.u8 = np.frombuffer(buffer, dtype=np.uint8)
+        size = len(self.u8)
+        if size < 4:
+            raise CorruptShardError(f"shard {name}: {size} bytes is too short for a header")
+        n = int(self.u8[:4].view("<u4")[0])
+        if expected_samples is not None and n != expected_samples:
+            raise CorruptShardError(
+                f"shard {name}: holds {n} samples but index.json says {expected_samples}"
+            )
+        if 4 * (n + 2) > size:
+            raise CorruptShardError(f"shard {name}: truncated ({size} bytes) inside its offsets table")
+        self.offsets = self.u8[4 : 4 * (n + 2)].view("<u4").astype(np.int64)
+        if n and (
+            self.offsets[-1] != size
+            or self.offsets[0] < 4 * (n + 2)
+            or (np.diff(self.offsets) < 0).any()
+        ):
+            raise CorruptShardError(
+                f"shard {name}: offsets table is inconsistent with the file size {size} "
+                f"(last offset {int(self.offsets[-1])}); the file is truncated or corrupted"
+            )
+        self.num_samples = n
+
+    # -- per sample --------------------------------------------------------------------------
+    def sample_bytes(self, i: int) -> memoryview:
+        if not 0 <= i < self.num_samples:
+            raise IndexError(f"sample {i} out of range for shard {self.name} with {self.num_samples} samples")
+        return memoryview(self.u8[self.offsets[i] : self.offsets[i + 1]])
+
+    def get_item(self, i: int) -> dict[str, Any]:
+        """Decode one sample to Mosaic's per-sample Python values."""
+        data = self.sample_bytes(i)
+        layout = self.layout
+        nvar = len(layout.var_positions)
+        var_sizes = np.frombuffer(data[: 4 * nvar], "<u4") if nvar else ()
+        pos, k, out = 4 * nvar, 0, {}
+        for name, enc, size in zip(layout.names, layout.encodings, layout.sizes):
+            if size is None:
+                size = int(var_sizes[k])
+                k += 1
+            if pos + size > len(data):
+                raise CorruptShardError(f"shard {self.name}: sample {i} column {name!r} runs past the sample")
+            out[name] = enc.decode(data[pos : pos + size])
+            pos += size
+        return out
+
+    # -- bulk ------------------------------------------------------------------------------
+    def read_columns(self, ids: np.ndarray | None = None,
+                     columns: list[str] | None = None) -> dict[str, Any]:
+        """Decode samples ``ids`` (all, in order, when None) to one array-like per column.
+
+        Fixed-size columns come back as numpy arrays (a zero-copy view over the shard when
+        ``ids`` is None and every column is fixed-size); ``str``/``bytes`` as object arrays;
+        1-D numeric ``ndarray`` columns of variable length as :class:`~petastream.mds.ndarray.Ragged`.
+        """
+        layout = self.layout
+        wanted = list(layout.names) if columns is None else list(columns)
+        for c in wanted:
+            if c not in layout.names:
+                raise KeyError(f"no column {c!r}; columns are {list(layout.names)}")
+        n_all = self.num_samples
+        if ids is not None:
+            ids = np.asarray(ids, dtype=np.int64)
+            if len(ids) and (ids.min() < 0 or ids.max() >= n_all):
+                raise IndexError(f"sample ids out of range for shard {self.name} with {n_all} samples")
+        if layout.all_fixed:
+            return self._read_fixed(ids, wanted)
+        return self._read_mixed(ids, wanted)
+
+    def _read_fixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
+        dtype = self.layout.fixed_dtype()
+        n = self.num_samples
+        start = int(self.offsets[0]) if n else 0
+        if n and int(self.offsets[-1]) - start != n * dtype.itemsize:
+            raise CorruptShardError(f"shard {self.name}: sample sizes do not match the fixed-size columns")
+        table = np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
+        if ids is not None:
+            table = table[ids]
+        return {c: table[c] for c in wanted}
+
+    def _read_mixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
+        layout = self.layout
+        starts = self.offsets[:-1] if ids is None else self.offsets[ids]
+        ends = self.offsets[1:] if ids is None else self.offsets[ids + 1]
+        n = len(starts)
+        nvar = len(layout.var_positions)
+        var_sizes = (
+            self.u8[starts[:, None] + np.arange(4 * nvar)].view("<u4").astype(np.int64)
+            if n else np.zeros((0, nvar), np.int64)
+        )
+        pos = starts + 4 * nvar
+        out: dict[str, Any] = {}
+        k = 0
+        for name, enc, size in zip(layout.names, layout.encodings, layout.sizes):
+            lengths = var_sizes[:, k] if size is None else None
+            if size is None:
+                k += 1
+            if name in wanted:
+                if size is not None:
+                    raw = self.u8[pos[:, None] + np.arange(size)] if n else np.zeros((0, size), np.uint8)
+                    out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
+                else:
+                    out[name] = enc.decode_column(*self._gather(pos, lengths))
+            pos = pos + (size if size is not None else lengths)
+        if n and not np.array_equal(pos, ends):
+            raise CorruptShardError(f"shard {self.name}: column sizes do not add up to the sample sizes")
+        return {c: out[c] for c in wanted}
+
+    def _gather(self, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from petastream.mds.ndarray import _gather
+
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return offsets, _gather(self.u8, starts, lengths)
+

@@ -1,0 +1,202 @@
+"""Where datasets live: local paths and fsspec URLs, with atomic writes.
+
+Accepted: plain paths, ``file://`` and ``file:/`` URLs, Databricks fuse paths (``/dbfs/...``,
+and ``dbfs:/...`` where the fuse mount exists), and any fsspec URL (``memory://``, ``s3://``,
+``gs://``, ``abfs://`` with the ``cloud`` extra).
+
+Writes never expose a partial file under its final name: a local file is written to a
+temporary name and renamed; an object-store PUT is atomic by itself. Readers of a remote
+dataset go through a local cache directory (see :meth:`Location.cached`), so a second epoch
+does not download again.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from petastream.errors import MissingExtraError, StorageError
+
+__all__ = ["Location", "resolve", "is_local_url"]
+
+_CLOUD_EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs",
+                 "abfss": "adlfs", "az": "adlfs"}
+
+
+def _local_path(url: str) -> str | None:
+    """The filesystem path of a local URL, or None if ``url`` is remote."""
+    if url.startswith("file://"):
+        return url[len("file://"):] or "/"
+    if url.startswith("file:"):
+        return url[len("file:"):]
+    if url.startswith("dbfs:/") and not url.startswith("dbfs://"):
+        # Databricks: dbfs:/x is the fuse path /dbfs/x on every node.
+        fuse = "/dbfs/" + url[len("dbfs:/"):].lstrip("/")
+        if os.path.isdir("/dbfs") or "DATABRICKS_RUNTIME_VERSION" in os.environ:
+            return fuse
+        return None
+    if "://" in url:
+        return None
+    return url
+
+
+def is_local_url(url: str) -> bool:
+    return _local_path(url) is not None
+
+
+@dataclass
+class Location:
+    """A directory: a local path (``fs`` None) or an fsspec filesystem and path."""
+
+    url: str
+    path: str
+    fs: Any = field(default=None, repr=False)
+
+    @property
+    def is_local(self) -> bool:
+        return self.fs is None
+
+    def child(self, name: str) -> Location:
+        return Location(self.child_url(name), self._join(name), self.fs)
+
+    def child_url(self, name: str) -> str:
+        return self.url.rstrip("/") + "/" + name
+
+    def _join(self, name: str) -> str:
+        if self.is_local:
+            return os.path.join(self.path, *name.split("/"))
+        return posixpath.join(self.path, name)
+
+    # -- reading -----------------------------------------------------------------------------
+    def exists(self, name: str = "") -> bool:
+        target = self._join(name) if name else self.path
+        return os.path.exists(target) if self.is_local else self.fs.exists(target)
+
+    def size(self, name: str) -> int:
+        target = self._join(name)
+        try:
+            return os.path.getsize(target) if self.is_local else int(self.fs.size(target))
+        except (OSError, FileNotFoundError) as e:
+            raise StorageError(f"cannot stat {self.child_url(name)}: {e}") from e
+
+    def read_bytes(self, name: str) -> bytes:
+        target = self._join(name)
+        try:
+            if self.is_local:
+                with open(target, "rb") as f:
+                    return f.read()
+            return self.fs.cat_file(target)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise StorageError(f"cannot read {self.child_url(name)}: {e}") from e
+
+    def listdir(self) -> list[str]:
+        """Names (not paths) directly under this directory; empty if it does not exist."""
+        if self.is_local:
+            return sorted(os.listdir(self.path)) if os.path.isdir(self.path) else []
+        if not self.fs.exists(self.path):
+            return []
+        return sorted(posixpath.basename(p.rstrip("/")) for p in self.fs.ls(self.path, detail=False))
+
+    def listdir_recursive_names(self, filename: str, depth: int) -> list[str]:
+        """Relative paths of files called ``filename`` at most ``depth`` levels down."""
+        found = []
+        for name in self.listdir():
+            if name == filename:
+                found.append(name)
+            elif depth > 1 and self.child(name).isdir():
+                found += [f"{name}/{p}" for p in self.child(name).listdir_recursive_names(filename, depth - 1)]
+        return sorted(found)
+
+    def isdir(self) -> bool:
+        return os.path.isdir(self.path) if self.is_local else self.fs.isdir(self.path)
+
+    # -- writing -----------------------------------------------------------------------------
+    def makedirs(self) -> None:
+        if self.is_local:
+            os.makedirs(self.path, exist_ok=True)
+        else:
+            self.fs.makedirs(self.path, exist_ok=True)
+
+    def write_bytes_atomic(self, name: str, data: bytes | memoryview) -> None:
+        """Write ``name`` so that it appears complete or not at all."""
+        target = self._join(name)
+        if self.is_local:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            tmp = f"{target}.tmp-{uuid.uuid4().hex[:12]}"
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+                raise
+        else:
+            parent = posixpath.dirname(target)
+            if parent and not self.fs.exists(parent):
+                self.fs.makedirs(parent, exist_ok=True)
+            # One PUT: object stores never show a partial object.
+            self.fs.pipe_file(target, bytes(data))
+
+    def remove(self, name: str) -> None:
+        target = self._join(name)
+        if self.is_local:
+            if os.path.exists(target):
+                os.remove(target)
+        elif self.fs.exists(target):
+            self.fs.rm_file(target)
+
+    def delete_tree(self) -> None:
+        if self.is_local:
+            shutil.rmtree(self.path, ignore_errors=True)
+        elif self.fs.exists(self.path):
+            self.fs.rm(self.path, recursive=True)
+
+    # -- local access ------------------------------------------------------------------------
+    def local_file(self, name: str) -> str | None:
+        """The local filesystem path of ``name``, or None for a remote location."""
+        return self._join(name) if self.is_local else None
+
+    def download(self, name: str, dest: str) -> None:
+        """Copy ``name`` to the local file ``dest`` atomically (temp name, then rename)."""
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        tmp = f"{dest}.tmp-{uuid.uuid4().hex[:12]}"
+        try:
+            if self.is_local:
+                shutil.copyfile(self._join(name), tmp)
+            else:
+                self.fs.get_file(self._join(name), tmp)
+            os.replace(tmp, dest)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+
+def resolve(url: str | os.PathLike, storage_options: dict | None = None) -> Location:
+    """Turn a path or URL into a :class:`Location`."""
+    url = os.fspath(url)
+    if not isinstance(url, str) or not url:
+        raise StorageError(f"a dataset location must be a non-empty path or URL, got {url!r}")
+    local = _local_path(url)
+    if local is not None:
+        return Location(url, os.path.abspath(os.path.expanduser(local)))
+    import fsspec
+
+    protocol = url.split("://", 1)[0]
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except ImportError as e:
+        package = _CLOUD_EXTRAS.get(protocol, "the fsspec implementation for this protocol")
+        raise MissingExtraError(
+            f"URL {url!r} needs {package}; install petastream[cloud] (pip install {package})"
+        ) from e
+    except ValueError as e:
+        raise StorageError(f"cannot open {url!r}: {e}") from e
+    return Location(url.rstrip("/"), path.rstrip("/"), fs)

@@ -1,0 +1,358 @@
+"""Writing MDS datasets, per sample (Mosaic's ``MDSWriter`` API) or a column block at a time.
+
+Shard-size rule (Mosaic's, exact): a shard's raw size starts at ``4 + 4 + len(config_json)``
+and each sample adds its encoded length + 4. Before appending a sample of length ``L``, if
+``size_limit < cur + L + 4`` the pending shard is flushed; the sample is then appended
+regardless, so one oversized sample gets a shard of its own. A first sample that alone exceeds
+the limit flushes an *empty* shard first (Mosaic's quirk, reproduced for byte compatibility).
+
+Both paths feed the same pending buffer, so they can be mixed and give identical bytes.
+``index.json`` is written by :meth:`MDSWriter.finish`, last: it is the commit point. Leaving
+the ``with`` block through an exception writes no index and removes the shards written so far,
+so a failed write never reads as a complete dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import DatasetExistsError, EncodingError, FormatError
+from petastream.mds import hashing
+from petastream.mds.compression import parse_compression
+from petastream.mds.encodings import encode_value
+from petastream.mds.index import dump_index, shard_basename
+from petastream.mds.layout import ColumnLayout, parse_size_limit
+from petastream.mds.shard import build_shard
+from petastream.mds.storage import Location, resolve
+
+__all__ = ["MDSWriter", "write_mds"]
+
+log = logging.getLogger(__name__)
+
+_MOSAIC_KWARGS = {"progress_bar", "max_workers", "retry", "keep_local"}
+
+
+class MDSWriter:
+    """Write an MDS dataset to ``out`` (a path or fsspec URL).
+
+    ``columns`` maps column name to MDS encoding. ``compression`` (``"zstd"``, ``"zstd:7"``,
+    ``gz``, ``bz2``, ``br``, ``snappy`` or None), ``hashes`` (sorted algorithm names) and
+    ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's. ``exist_ok=True``
+    clears a non-empty ``out`` first; otherwise a non-empty ``out`` is an error.
+    ``write_index=False`` leaves index.json to the caller (partial datasets merged later).
+    """
+
+    def __init__(
+        self,
+        *,
+        columns: Mapping[str, str],
+        out: str | tuple[str, str],
+        compression: str | None = None,
+        hashes: list[str] | None = None,
+        size_limit: int | str | None = 1 << 26,
+        exist_ok: bool = False,
+        write_index: bool = True,
+        storage_options: dict | None = None,
+        **kwargs: Any,
+    ):
+        unknown = set(kwargs) - _MOSAIC_KWARGS
+        if unknown:
+            raise TypeError(f"MDSWriter got unexpected keyword argument(s) {sorted(unknown)}")
+        if isinstance(out, tuple):  # Mosaic's (local, remote): the remote is the destination
+            out = out[1] or out[0]
+        self.layout = ColumnLayout.from_columns(columns)
+        self.codec = parse_compression(compression)
+        self.hashes = hashing.check_hashes(hashes)
+        self.size_limit = parse_size_limit(size_limit)
+        self.config = self.layout.config(compression, self.hashes, self.size_limit)
+        self._config_json = self.layout.config_json(compression, self.hashes, self.size_limit)
+        self.location: Location = resolve(out, storage_options)
+        self.write_index = write_index
+        self.shards: list[dict[str, Any]] = []
+        self._finished = False
+        self._prepare_out(exist_ok)
+        self._reset()
+
+    def _prepare_out(self, exist_ok: bool) -> None:
+        if self.location.listdir():
+            if not exist_ok:
+                raise DatasetExistsError(
+                    f"{self.location.url} is not empty; pass exist_ok=True to overwrite it"
+                )
+            self.location.delete_tree()
+        self.location.makedirs()
+
+    def _reset(self) -> None:
+        self._segments: list[memoryview] = []
+        self._sizes: list[np.ndarray] = []
+        self._cur = 8 + len(self._config_json)
+        self._pending = 0
+
+    # -- per sample --------------------------------------------------------------------------
+    def write(self, sample: Mapping[str, Any]) -> None:
+        """Encode and append one sample (a dict with exactly the writer's columns)."""
+        self._check_keys(sample.keys())
+        layout = self.layout
+        parts, lengths = [], []
+        for name, enc in zip(layout.names, layout.encodings):
+            try:
+                data = encode_value(enc, sample[name])
+            except EncodingError as e:
+                raise EncodingError(f"column {name!r}: {e}") from e
+            parts.append(data)
+            if enc.size is None:
+                lengths.append(len(data))
+        blob = np.asarray(lengths, dtype="<u4").tobytes() + b"".join(parts)
+        self._append(memoryview(blob), np.array([len(blob)], dtype=np.int64))
+
+    # -- bulk --------------------------------------------------------------------------------
+    def write_columns(self, data: Any) -> None:
+        """Append a block of rows given as columns: a dict of arrays, an Arrow table or
+        record batch, or a pandas DataFrame. Fixed-size columns are encoded with no per-row
+        Python work; ``str``/``bytes`` and 1-D numeric arrays go through Arrow buffers."""
+        cols = _as_columns(data)
+        self._check_keys(cols.keys())
+        n = {len(c) for c in cols.values()}
+        if len(n) != 1:
+            raise FormatError(f"columns have different lengths: { {k: len(v) for k, v in cols.items()} }")
+        (n,) = n
+        if n == 0:
+            return
+        payload, sizes = _encode_block(self.layout, cols, n)
+        self._append(memoryview(payload), sizes)
+
+    def _check_keys(self, keys: Any) -> None:
+        keys = set(keys)
+        names = set(self.layout.names)
+        if keys != names:
+            missing, extra = sorted(names - keys), sorted(keys - names)
+            raise FormatError(
+                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}"
+            )
+
+    def _append(self, payload: memoryview, sizes: np.ndarray) -> None:
+        """Split a run of encoded samples into shards by the exact size rule."""
+        if self._finished:
+            raise FormatError("this MDSWriter is finished; create a new one to write more")
+        limit = self.size_limit
+        if not limit:
+            self._take(payload, sizes)
+            return
+        cost = np.cumsum(sizes + 4)  # cost[j] = cost of samples [0, j]
+        i, n, base, start_byte = 0, len(sizes), 0, 0
+        while i < n:
+            # Samples i..j-1 fit while cur + (cost[j-1] - base) <= limit.
+            j = int(np.searchsorted(cost, limit - self._cur + base, side="right"))
+            if j <= i:
+                self.flush()  # empty on a first oversized sample, as Mosaic
+                j = i + 1
+            nbytes = int(sizes[i:j].sum())
+            self._take(payload[start_byte : start_byte + nbytes], sizes[i:j])
+            start_byte += nbytes
+            base = int(cost[j - 1])
+            i = j
+
+    def _take(self, payload: memoryview, sizes: np.ndarray) -> None:
+        self._segments.append(payload)
+        self._sizes.append(sizes)
+        self._cur += int(sizes.sum()) + 4 * len(sizes)
+        self._pending += len(sizes)
+
+    def flush(self) -> None:
+        """Write the pending samples as one shard (even if there are none)."""
+        sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
+        payload = b"".join(self._segments)
+        raw = build_shard(self._config_json, sizes, payload)
+        index = len(self.shards)
+        raw_name = shard_basename(index, None)
+        raw_data = {"basename": raw_name, "bytes": len(raw),
+                    "hashes": {h: hashing.hexdigest(h, raw) for h in self.hashes}}
+        zip_data = None
+        if self.codec is not None:
+            packed = self.codec.compress(raw)
+            zip_data = {"basename": shard_basename(index, self.codec.extension), "bytes": len(packed),
+                        "hashes": {h: hashing.hexdigest(h, packed) for h in self.hashes}}
+            self.location.write_bytes_atomic(zip_data["basename"], packed)
+        else:
+            self.location.write_bytes_atomic(raw_name, raw)
+        self.shards.append({**self.config, "raw_data": raw_data, "samples": len(sizes),
+                            "zip_data": zip_data})
+        self._reset()
+
+    def finish(self) -> list[dict[str, Any]]:
+        """Flush the rest and write index.json (last: it is the commit point)."""
+        if self._finished:
+            return self.shards
+        if self._pending:
+            self.flush()
+        if self.write_index:
+            self.location.write_bytes_atomic("index.json", dump_index(self.shards))
+        self._finished = True
+        log.debug("wrote %d shards (%d samples) to %s", len(self.shards),
+                  sum(s["samples"] for s in self.shards), self.location.url)
+        return self.shards
+
+    def abort(self) -> None:
+        """Remove the shards written so far; no index is written."""
+        self._finished = True
+        for shard in self.shards:
+            for key in ("raw_data", "zip_data"):
+                if shard[key]:
+                    self.location.remove(shard[key]["basename"])
+        self.shards = []
+
+    def __enter__(self) -> MDSWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.abort()
+
+
+def _as_columns(data: Any) -> dict[str, Any]:
+    if isinstance(data, Mapping):
+        return dict(data)
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a core dependency
+        pa = None
+    if pa is not None and isinstance(data, (pa.Table, pa.RecordBatch)):
+        return {name: data.column(i) for i, name in enumerate(data.schema.names)}
+    if hasattr(data, "columns") and hasattr(data, "__getitem__"):  # pandas DataFrame
+        return {str(c): data[c].to_numpy() for c in data.columns}
+    raise FormatError(
+        f"write_columns takes a dict of columns, a pyarrow Table/RecordBatch or a pandas "
+        f"DataFrame, got {type(data).__name__}"
+    )
+
+
+def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
+    """A fixed-size column as an array of the encoding's dtype, checked for lossy casts."""
+    import pyarrow as pa
+
+    if isinstance(col, (pa.Array, pa.ChunkedArray)):
+        if col.null_count:
+            raise EncodingError(f"column {name!r}: {col.null_count} null value(s); MDS cannot store nulls")
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type):
+            flat = col.flatten().to_numpy(zero_copy_only=False)
+            arr = flat.reshape((n, *enc.dtype.shape)) if flat.size == n * max(1, int(np.prod(enc.dtype.shape))) else None
+            if arr is None:
+                raise EncodingError(
+                    f"column {name!r}: arrays must all have shape {enc.dtype.shape} for {enc.name}"
+                )
+        else:
+            arr = col.to_numpy(zero_copy_only=False)
+    else:
+        arr = np.asarray(col)
+    base = enc.dtype.base
+    want_shape = (n, *enc.dtype.shape)
+    if arr.shape != want_shape:
+        raise EncodingError(f"column {name!r}: expected shape {want_shape} for {enc.name}, got {arr.shape}")
+    if arr.dtype != base:
+        if arr.dtype == np.bool_ and base.kind in "iu":
+            pass
+        elif not np.can_cast(arr.dtype, base, casting="same_kind"):
+            raise EncodingError(f"column {name!r}: cannot store {arr.dtype} values as {enc.name} without loss")
+        elif base.kind in "iu" and arr.size:
+            info = np.iinfo(base)
+            lo, hi = arr.min(), arr.max()
+            if lo < info.min or hi > info.max:
+                raise EncodingError(
+                    f"column {name!r}: values in [{lo}, {hi}] do not fit {enc.name} ({base})"
+                )
+    return arr
+
+
+def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tuple[bytes, np.ndarray]:
+    """Encode n rows to concatenated sample payloads and their sizes."""
+    if layout.all_fixed:
+        table = np.empty(n, dtype=layout.fixed_dtype())
+        for name, enc in zip(layout.names, layout.encodings):
+            table[name] = _fixed_column(name, enc, cols[name], n)
+        return table.tobytes(), np.full(n, table.dtype.itemsize, dtype=np.int64)
+    encoded: list[tuple[np.ndarray | None, np.ndarray, np.ndarray | None]] = []
+    var_lengths = []
+    sizes = np.zeros(n, dtype=np.int64)
+    for name, enc in zip(layout.names, layout.encodings):
+        if enc.size is not None:
+            arr = _fixed_column(name, enc, cols[name], n)
+            mat = np.ascontiguousarray(arr, dtype=enc.dtype.base).view(np.uint8).reshape(n, enc.size)
+            encoded.append((None, mat, None))
+            sizes += enc.size
+        else:
+            try:
+                offsets, data = enc.encode_column(cols[name])
+            except EncodingError as e:
+                raise EncodingError(f"column {name!r}: {e}") from e
+            lengths = np.diff(offsets)
+            encoded.append((offsets, data, lengths))
+            var_lengths.append(lengths)
+            sizes += lengths
+    nvar = len(var_lengths)
+    sizes += 4 * nvar
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    if nvar:
+        header = np.stack(var_lengths, axis=1).astype("<u4").view(np.uint8)  # (n, 4*nvar)
+        out[starts[:, None] + np.arange(4 * nvar)] = header
+    pos = starts + 4 * nvar
+    for offsets, data, lengths in encoded:
+        if offsets is None:
+            size = data.shape[1]
+            out[pos[:, None] + np.arange(size)] = data
+            pos = pos + size
+        else:
+            total = int(lengths.sum())
+            if total:
+                idx = np.repeat(pos - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
+                out[idx] = data
+            pos = pos + lengths
+    return out.tobytes(), sizes
+
+
+def write_mds(
+    data: Any,
+    out: str,
+    *,
+    columns: Mapping[str, str] | None = None,
+    compression: str | None = "zstd",
+    hashes: list[str] | None = None,
+    size_limit: int | str | None = 1 << 26,
+    exist_ok: bool = False,
+    storage_options: dict | None = None,
+) -> list[dict[str, Any]]:
+    """Write a table (dict of arrays, Arrow table, pandas DataFrame) as an MDS dataset.
+
+    Encodings are inferred when ``columns`` is None (see :mod:`petastream.mds.infer`).
+    Returns the shard list written to index.json.
+    """
+    cols = _as_columns(data)
+    if columns is None:
+        columns = infer_columns(cols)
+    with MDSWriter(columns=columns, out=out, compression=compression, hashes=hashes,
+                   size_limit=size_limit, exist_ok=exist_ok, storage_options=storage_options) as w:
+        w.write_columns(cols)
+    return w.shards
+
+
+def infer_columns(cols: Mapping[str, Any]) -> dict[str, str]:
+    import pyarrow as pa
+
+    from petastream.mds.infer import encoding_for_arrow_type, encoding_for_numpy
+
+    out = {}
+    for name, col in cols.items():
+        if isinstance(col, (pa.Array, pa.ChunkedArray)):
+            out[name] = encoding_for_arrow_type(name, col.type)
+        else:
+            out[name] = encoding_for_numpy(name, np.asarray(col))
+    return out
