@@ -69,7 +69,7 @@ class MDSDataset:
         self.shards = parse_index(index_bytes, source=self.location.child_url("index.json"))
         self.validate_hash = validate_hash
         if validate_hash is not None:
-            hashing.hexdigest(validate_hash, b"")  # unknown names fail here, not mid-epoch
+            self._check_hash_recorded(validate_hash)
         self.layout = self._common_layout(allow_unsafe_types)
         self.shard_sizes = np.array([s["samples"] for s in self.shards], dtype=np.int64)
         self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
@@ -79,6 +79,16 @@ class MDSDataset:
         self._open: OrderedDict[int, ShardData] = OrderedDict()
         self._hash_checked: set[int] = set()
         self._lock = threading.Lock()
+
+    def _check_hash_recorded(self, algo: str) -> None:
+        """Fail at open, not mid-epoch, when shards do not record ``algo``."""
+        hashing.hexdigest(algo, b"")  # unknown names raise here
+        for i, shard in enumerate(self.shards):
+            if algo not in shard["hashes"]:
+                raise FormatError(
+                    f"validate_hash={algo!r}, but shard {i} of {self.url} records only "
+                    f"{shard['hashes']}; pick one of those or leave validate_hash unset"
+                )
 
     def _common_layout(self, allow_unsafe: bool) -> ColumnLayout | None:
         if not self.shards:
@@ -246,12 +256,7 @@ class MDSDataset:
         algo = self.validate_hash
         if algo is None:
             return
-        expected = (self.shards[i][key] or {}).get("hashes", {}).get(algo)
-        if expected is None:
-            raise FormatError(
-                f"validate_hash={algo!r}, but shard {i} of {self.url} records only "
-                f"{sorted(self.shards[i][key]['hashes'])}; pick one of those"
-            )
+        expected = self.shards[i][key]["hashes"][algo]
         actual = hashing.hexdigest(algo, data)
         if actual != expected:
             raise CorruptShardError(f"shard {where}: {algo} is {actual}, index.json says {expected}")

@@ -145,7 +145,7 @@ class Bytes(Encoding):
     name = "bytes"
 
     def encode(self, value: Any) -> bytes:
-        if isinstance(value, (bytearray, memoryview, np.bytes_)):
+        if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         raise EncodingError(f"encoding 'bytes' needs bytes, got {type(value).__name__}")
 

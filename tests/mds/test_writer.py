@@ -1,0 +1,160 @@
+"""The writer: the exact size rule, bulk input forms, atomicity, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import petastream
+from petastream.errors import DatasetExistsError, EncodingError, FormatError
+from petastream.mds.writer import MDSWriter, write_mds
+
+
+def _index(path) -> list[dict]:
+    with open(os.path.join(path, "index.json")) as f:
+        return json.load(f)["shards"]
+
+
+def test_shard_count_follows_the_size_rule(tmp_path):
+    columns = {"x": "int64", "y": "float32"}
+    limit = 1000
+    with MDSWriter(columns=columns, out=str(tmp_path), size_limit=limit) as w:
+        w.write_columns({"x": np.arange(500), "y": np.zeros(500, np.float32)})
+    config = json.dumps(w.config, sort_keys=True)
+    per_shard = (limit - (8 + len(config))) // (12 + 4)
+    shards = _index(tmp_path)
+    assert [s["samples"] for s in shards[:-1]] == [per_shard] * (len(shards) - 1)
+    assert sum(s["samples"] for s in shards) == 500
+    assert all(s["raw_data"]["bytes"] <= limit for s in shards)
+    assert len(shards) == -(-500 // per_shard)
+
+
+def test_oversized_first_sample_makes_an_empty_shard(tmp_path):
+    with MDSWriter(columns={"b": "bytes"}, out=str(tmp_path), size_limit=200) as w:
+        w.write({"b": b"x" * 500})
+        w.write({"b": b"y" * 10})
+    assert [s["samples"] for s in _index(tmp_path)] == [0, 1, 1]
+    ds = petastream.open(str(tmp_path))
+    assert [ds[i]["b"][:1] for i in range(2)] == [b"x", b"y"]
+
+
+@pytest.mark.parametrize("value, parsed", [("1kb", 1024), ("1.5mb", 1536 * 1024), ("100", 100), (None, None), (0, None)])
+def test_size_limit_forms(tmp_path, value, parsed):
+    w = MDSWriter(columns={"x": "int"}, out=str(tmp_path), size_limit=value)
+    assert w.size_limit == parsed
+
+
+def test_size_limit_must_fit_uint32(tmp_path):
+    with pytest.raises(FormatError, match=r"\[0, 2\*\*32\)"):
+        MDSWriter(columns={"x": "int"}, out=str(tmp_path), size_limit=1 << 32)
+
+
+def test_hashes_must_be_sorted_and_known(tmp_path):
+    with pytest.raises(FormatError, match="sorted"):
+        MDSWriter(columns={"x": "int"}, out=str(tmp_path), hashes=["xxh64", "sha1"])
+    with pytest.raises(FormatError, match="unknown hash algorithm 'crc'"):
+        MDSWriter(columns={"x": "int"}, out=str(tmp_path), hashes=["crc"])
+
+
+def test_unknown_compression_lists_the_valid_ones(tmp_path):
+    with pytest.raises(FormatError, match="unknown compression 'lz4'; valid: zstd"):
+        MDSWriter(columns={"x": "int"}, out=str(tmp_path), compression="lz4")
+    with pytest.raises(FormatError, match="invalid compression level"):
+        MDSWriter(columns={"x": "int"}, out=str(tmp_path), compression="zstd:40")
+
+
+def test_non_empty_out_needs_exist_ok(tmp_path):
+    write_mds({"x": np.arange(3)}, str(tmp_path))
+    with pytest.raises(DatasetExistsError, match="exist_ok=True"):
+        write_mds({"x": np.arange(3)}, str(tmp_path))
+    write_mds({"x": np.arange(5)}, str(tmp_path), exist_ok=True)
+    assert len(petastream.open(str(tmp_path))) == 5
+
+
+def test_failure_inside_the_block_leaves_no_dataset(tmp_path):
+    out = tmp_path / "ds"
+    with pytest.raises(RuntimeError, match="boom"):
+        with MDSWriter(columns={"x": "int64"}, out=str(out), size_limit=100) as w:
+            w.write_columns({"x": np.arange(100)})
+            raise RuntimeError("boom")
+    assert not (out / "index.json").exists()
+    assert not [n for n in os.listdir(out) if n.startswith("shard.")]
+
+
+def test_mixed_per_sample_and_bulk_writes_give_identical_bytes(tmp_path):
+    cols = {"s": "str", "v": "ndarray:float32", "i": "int32", "f": "ndarray:uint8:4"}
+    rng = np.random.default_rng(1)
+    rows = [{"s": "r%d" % i * (i % 3), "v": rng.random(1 + i % 5).astype(np.float32),
+             "i": np.int32(i), "f": np.full(4, i, np.uint8)} for i in range(50)]
+    with MDSWriter(columns=cols, out=str(tmp_path / "a"), size_limit=400, compression="zstd") as w:
+        for r in rows:
+            w.write(r)
+    table = pa.table({
+        "s": [r["s"] for r in rows],
+        "v": pa.array([r["v"] for r in rows], type=pa.list_(pa.float32())),
+        "i": pa.array([int(r["i"]) for r in rows], type=pa.int32()),
+        "f": pa.array([r["f"] for r in rows], type=pa.list_(pa.uint8(), 4)),
+    })
+    with MDSWriter(columns=cols, out=str(tmp_path / "b"), size_limit=400, compression="zstd") as w:
+        for r in rows[:7]:
+            w.write(r)
+        w.write_columns(table.slice(7, 20))
+        w.write_columns(table.slice(27).to_batches()[0])
+    for name in os.listdir(tmp_path / "a"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_write_mds_infers_encodings_from_arrow_and_numpy(tmp_path):
+    table = pa.table({
+        "id": pa.array(range(4), pa.int64()),
+        "flag": [True, False, True, True],
+        "name": ["a", "bb", "", "d"],
+        "blob": [b"1", b"", b"22", b"3"],
+        "vec": pa.array([[1.0, 2.0]] * 4, type=pa.list_(pa.float32(), 2)),
+        "ragged": pa.array([[1], [1, 2], [3], [4, 5, 6]], type=pa.list_(pa.int64())),
+    })
+    write_mds(table, str(tmp_path / "t"))
+    ds = petastream.open(str(tmp_path / "t"))
+    assert ds.columns == {"blob": "bytes", "flag": "uint8", "id": "int64", "name": "str",
+                          "ragged": "ndarray:int64", "vec": "ndarray:float32:2"}
+    cols = ds.read_shard(0)
+    assert list(cols["name"]) == ["a", "bb", "", "d"]
+    assert list(cols["ragged"][3]) == [4, 5, 6]
+    write_mds({"x": np.ones((3, 2, 2), np.float16), "y": np.arange(3)}, str(tmp_path / "n"))
+    assert petastream.open(str(tmp_path / "n")).columns == {"x": "ndarray:float16:2,2", "y": "int64"}
+
+
+@pytest.mark.parametrize(
+    "columns, data, match",
+    [
+        ({"x": "int32"}, {"x": np.array([1.5])}, "column 'x': cannot store float64 values as int32"),
+        ({"x": "int8"}, {"x": np.array([1000])}, r"column 'x': values in \[1000, 1000\] do not fit int8"),
+        ({"x": "str"}, {"x": pa.array(["a", None])}, "1 null value"),
+        ({"x": "int64"}, {"x": pa.array([1, None])}, "column 'x': 1 null value"),
+        ({"x": "ndarray:float32:3"}, {"x": np.zeros((2, 2), np.float32)}, r"expected shape \(2, 3\)"),
+        ({"x": "int64"}, {"y": np.arange(2)}, r"missing \['x'\], unexpected \['y'\]"),
+    ],
+)
+def test_bad_bulk_input_names_the_column(tmp_path, columns, data, match):
+    with pytest.raises((EncodingError, FormatError), match=match):
+        with MDSWriter(columns=columns, out=str(tmp_path)) as w:
+            w.write_columns(data)
+
+
+def test_per_sample_error_names_the_column(tmp_path):
+    with pytest.raises(EncodingError, match="column 's': encoding 'str' needs str"):
+        with MDSWriter(columns={"s": "str"}, out=str(tmp_path)) as w:
+            w.write({"s": 3})
+
+
+def test_writes_to_memory_filesystem():
+    url = "memory://petastream-test/ds"
+    write_mds({"x": np.arange(10), "s": np.array([str(i) for i in range(10)], dtype=object)},
+              url, size_limit=200, exist_ok=True)
+    ds = petastream.open(url)
+    assert ds.num_shards > 1
+    assert list(ds.read(np.arange(10)[::-1])["x"]) == list(range(9, -1, -1))
