@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m benchmarks.run [NAME ...]`` (or ``make bench``)."""
