@@ -88,7 +88,7 @@ def test_failure_inside_the_block_leaves_no_dataset(tmp_path):
 def test_mixed_per_sample_and_bulk_writes_give_identical_bytes(tmp_path):
     cols = {"s": "str", "v": "ndarray:float32", "i": "int32", "f": "ndarray:uint8:4"}
     rng = np.random.default_rng(1)
-    rows = [{"s": "r%d" % i * (i % 3), "v": rng.random(1 + i % 5).astype(np.float32),
+    rows = [{"s": f"r{i}" * (i % 3), "v": rng.random(1 + i % 5).astype(np.float32),
              "i": np.int32(i), "f": np.full(4, i, np.uint8)} for i in range(50)]
     with MDSWriter(columns=cols, out=str(tmp_path / "a"), size_limit=400, compression="zstd") as w:
         for r in rows:
