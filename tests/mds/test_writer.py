@@ -137,6 +137,7 @@ def test_write_mds_infers_encodings_from_arrow_and_numpy(tmp_path):
         ({"x": "int64"}, {"x": pa.array([1, None])}, "column 'x': 1 null value"),
         ({"x": "ndarray:float32:3"}, {"x": np.zeros((2, 2), np.float32)}, r"expected shape \(2, 3\)"),
         ({"x": "int64"}, {"y": np.arange(2)}, r"missing \['x'\], unexpected \['y'\]"),
+        ({"x": "ndarray:int64:2"}, {"x": pa.array([[1, 2], [3], [4, 5, 6]])}, "row 1 has 1 values; ndarray:int64:2 needs exactly 2"),
     ],
 )
 def test_bad_bulk_input_names_the_column(tmp_path, columns, data, match):

@@ -241,13 +241,17 @@ def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
             raise EncodingError(f"column {name!r}: {col.null_count} null value(s); MDS cannot store nulls")
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
-        if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type):
-            flat = col.flatten().to_numpy(zero_copy_only=False)
-            arr = flat.reshape((n, *enc.dtype.shape)) if flat.size == n * max(1, int(np.prod(enc.dtype.shape))) else None
-            if arr is None:
+        if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+            width = int(np.prod(enc.dtype.shape)) if enc.dtype.shape else 1
+            lengths = (np.full(n, col.type.list_size) if pa.types.is_fixed_size_list(col.type)
+                       else np.diff(col.offsets.to_numpy()))
+            if (lengths != width).any():
+                bad = int(np.argmax(lengths != width))
                 raise EncodingError(
-                    f"column {name!r}: arrays must all have shape {enc.dtype.shape} for {enc.name}"
+                    f"column {name!r}: row {bad} has {int(lengths[bad])} values; {enc.name} "
+                    f"needs exactly {width} per row (use ndarray:{enc.dtype.base.name} for variable lengths)"
                 )
+            arr = col.flatten().to_numpy(zero_copy_only=False).reshape((n, *enc.dtype.shape))
         else:
             arr = col.to_numpy(zero_copy_only=False)
     else:
