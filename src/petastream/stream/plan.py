@@ -1,0 +1,166 @@
+"""One pass of one rank, frozen: its batches, and chunks of them per worker.
+
+An :class:`EpochPlan` is a snapshot taken by :meth:`StreamPlanner.begin_pass`; it is cheap to
+pickle (the block tables are rebuilt where it is used) so a loader hands it to its workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from petastream.stream._checks import as_int, positive, worker_in_pool
+from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
+from petastream.stream.order import EpochOrder
+from petastream.stream.partition import count_batches, global_positions, rank_positions
+
+__all__ = ["Chunk", "EpochPlan"]
+
+
+@dataclass(frozen=True, eq=False)
+class Chunk:
+    """A run of whole batches of one worker, in order, for one bulk read.
+
+    ``ids`` are global sample ids; batch i of the chunk is ``ids[bounds[i]:bounds[i+1]]`` and is
+    the rank's batch ``batch_indices[i]`` of the pass (0-based; one worker's batches are
+    ``worker_id, worker_id + num_workers, ...``).
+    """
+
+    ids: np.ndarray
+    bounds: np.ndarray
+    batch_indices: np.ndarray
+    shard_offsets: np.ndarray
+
+    @property
+    def num_batches(self) -> int:
+        return int(self.batch_indices.size)
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def batch(self, i: int) -> np.ndarray:
+        """The ids of the chunk's i-th batch (a view)."""
+        return self.ids[self.bounds[i] : self.bounds[i + 1]]
+
+    def batches(self) -> Iterator[np.ndarray]:
+        for i in range(self.num_batches):
+            yield self.batch(i)
+
+    def by_shard(self) -> list[ShardGroup]:
+        """The chunk's ids grouped by shard: see :func:`group_by_shard`."""
+        return group_by_shard(self.ids, self.shard_offsets)
+
+
+class EpochPlan:
+    """Rank ``rank``'s batches over positions ``[start, N)`` of epoch ``epoch``'s order."""
+
+    def __init__(
+        self,
+        order: EpochOrder,
+        *,
+        batch_size: int,
+        world_size: int,
+        rank: int,
+        drop_last: bool,
+        start: int = 0,
+    ) -> None:
+        self.order = order
+        self.batch_size = batch_size
+        self.world_size = world_size
+        self.rank = rank
+        self.drop_last = drop_last
+        self.start = start
+        self.num_batches = count_batches(
+            order.num_samples, batch_size, world_size, drop_last, start
+        )
+        self.shard_offsets = shard_offsets(order.shard_sizes)
+
+    def __repr__(self) -> str:
+        return (
+            f"EpochPlan(epoch={self.epoch}, start={self.start}, num_batches={self.num_batches}, "
+            f"batch_size={self.batch_size}, world_size={self.world_size}, rank={self.rank}, "
+            f"drop_last={self.drop_last})"
+        )
+
+    @property
+    def epoch(self) -> int:
+        return self.order.epoch
+
+    @property
+    def num_samples(self) -> int:
+        return self.order.num_samples
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.batch_size * self.world_size
+
+    def batch(self, t: int) -> np.ndarray:
+        """This rank's batch t of the pass."""
+        t = self._batch_index(t)
+        pos, _ = rank_positions(np.array([t]), **self._layout())
+        return self.order.take(pos)
+
+    def global_batch(self, t: int) -> np.ndarray:
+        """Global batch t: every rank's batch t, concatenated in rank order."""
+        t = self._batch_index(t)
+        pos = global_positions(
+            t,
+            num_samples=self.num_samples,
+            start=self.start,
+            global_batch_size=self.global_batch_size,
+            world_size=self.world_size,
+            drop_last=self.drop_last,
+        )
+        return self.order.take(pos)
+
+    def worker_num_batches(self, worker_id: int = 0, num_workers: int = 1) -> int:
+        """How many of the pass's batches worker ``worker_id`` of ``num_workers`` produces."""
+        w, nw = worker_in_pool(worker_id, num_workers)
+        return len(range(w, self.num_batches, nw))
+
+    def chunks(
+        self, worker_id: int = 0, num_workers: int = 1, *, max_samples: int | None = None
+    ) -> Iterator[Chunk]:
+        """Worker ``worker_id``'s batches (t % num_workers == worker_id), in order, in chunks.
+
+        A chunk holds ``max(1, max_samples // batch_size)`` batches (the last one fewer), so
+        at most ``max(max_samples, batch_size)`` ids; ``max_samples`` defaults to the shuffle
+        window. Arguments are checked now; chunks are computed as they are taken.
+        """
+        w, nw = worker_in_pool(worker_id, num_workers)
+        limit = (
+            self.order.window
+            if max_samples is None
+            else positive("max_samples", max_samples, "the most sample ids per chunk")
+        )
+        return self._chunks(w, nw, max(1, limit // self.batch_size))
+
+    def _chunks(self, w: int, nw: int, per_chunk: int) -> Iterator[Chunk]:
+        mine = len(range(w, self.num_batches, nw))
+        layout = self._layout()
+        for first in range(0, mine, per_chunk):
+            k = np.arange(first, min(first + per_chunk, mine), dtype=np.int64)
+            batches = w + k * nw
+            pos, bounds = rank_positions(batches, **layout)
+            ids = self.order.take(pos)
+            yield Chunk(ids, bounds, batches, self.shard_offsets)
+
+    def _layout(self) -> dict[str, int | bool]:
+        return {
+            "num_samples": self.num_samples,
+            "start": self.start,
+            "batch_size": self.batch_size,
+            "world_size": self.world_size,
+            "rank": self.rank,
+            "drop_last": self.drop_last,
+        }
+
+    def _batch_index(self, t: int) -> int:
+        t = as_int("t", t)
+        if not 0 <= t < self.num_batches:
+            raise IndexError(
+                f"batch {t} is out of range; this pass has {self.num_batches} batches per rank"
+            )
+        return t
