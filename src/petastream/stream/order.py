@@ -16,9 +16,11 @@ Sample ids are global: shards concatenated in index order. With ``shuffle=False`
    proportion to those positions only: a worker never shuffles samples that are not its own.
 
 G depends only on ``(shard_sizes, shuffle, seed, epoch, block_size, window)``: never on the
-world size, rank or worker count. Metadata is O(number of blocks); ``take`` works in pieces of
-at most 32k positions; nothing is O(N). This is not Mosaic's order (``py1e``); it follows the same idea: a shard's
-samples are spread within about one window, which bounds how many shards are live at once.
+world size, rank or worker count. Cost: two int64 tables per block (16 bytes a block, about
+50 during the one-off build: pick ``block_size`` so that there are at most ~10M blocks);
+``take`` works in pieces of at most 32k positions; nothing is O(N). This is not Mosaic's order
+(``py1e``) but the same idea: a shard's samples are spread within about one window, so about
+``window / block_size`` blocks are live at once, and the window should be several blocks long.
 """
 
 from __future__ import annotations

@@ -1,0 +1,66 @@
+"""group_by_shard: one group per shard touched, local ids ascending, scatter positions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from petastream.stream import group_by_shard, shard_offsets
+
+
+def _naive(ids, sizes):
+    offsets = shard_offsets(sizes)
+    out = {}
+    for pos, i in enumerate(ids.tolist()):
+        s = int(np.searchsorted(offsets, i, side="right") - 1)
+        out.setdefault(s, []).append((i - int(offsets[s]), pos))
+    return {s: sorted(v) for s, v in sorted(out.items())}
+
+
+def test_matches_a_naive_grouping(rng, sizes_from):
+    for _ in range(300):
+        sizes = sizes_from(rng)
+        n = sum(sizes)
+        if n == 0:
+            continue
+        ids = rng.integers(0, n, int(rng.integers(0, 3 * n)))  # duplicates too (padding)
+        groups = group_by_shard(ids, shard_offsets(sizes))
+        assert [g.shard for g in groups] == sorted({g.shard for g in groups})
+        got = {g.shard: sorted(zip(g.local_ids.tolist(), g.positions.tolist())) for g in groups}
+        assert got == _naive(ids, sizes), sizes
+        for g in groups:
+            assert sizes[g.shard] > 0
+            assert np.all(np.diff(g.local_ids) >= 0)
+            assert np.array_equal(ids[g.positions], g.local_ids + shard_offsets(sizes)[g.shard])
+
+
+def test_scatter_rebuilds_the_order():
+    sizes = [4, 0, 3, 0, 5]
+    ids = np.array([11, 0, 5, 4, 7, 3, 8])
+    groups = group_by_shard(ids, shard_offsets(sizes))
+    assert [(g.shard, g.local_ids.tolist(), g.positions.tolist()) for g in groups] == [
+        (0, [0, 3], [1, 5]),
+        (2, [0, 1], [3, 2]),
+        (4, [0, 1, 4], [4, 6, 0]),
+    ]
+
+
+def test_empty_ids_and_offsets_dtype():
+    assert group_by_shard(np.zeros(0, dtype=np.int64), shard_offsets([3])) == []
+    assert shard_offsets([]).tolist() == [0]
+    assert shard_offsets([2, 0, 3]).tolist() == [0, 2, 2, 5]
+
+
+@pytest.mark.parametrize(
+    ("ids", "offsets", "match"),
+    [
+        ([5], [0, 5], r"sample id 5 is outside the dataset \[0, 5\)"),
+        ([-1, 2], [0, 5], r"sample id -1 is outside the dataset"),
+        ([1], [[0, 5]], "shard_offsets must be a 1-D integer array of length num_shards"),
+        ([1], [0.0, 5.0], "shard_offsets must be a 1-D integer array"),
+        ([1.5], [0, 5], "ids must be a 1-D integer array, got shape"),
+    ],
+)
+def test_bad_input(ids, offsets, match):
+    with pytest.raises(ValueError, match=match):
+        group_by_shard(np.array(ids), np.array(offsets))
