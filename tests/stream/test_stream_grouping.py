@@ -64,3 +64,18 @@ def test_empty_ids_and_offsets_dtype():
 def test_bad_input(ids, offsets, match):
     with pytest.raises(ValueError, match=match):
         group_by_shard(np.array(ids), np.array(offsets))
+
+
+def test_many_shards_few_ids_and_few_shards_many_ids_agree():
+    sizes = [3, 0, 2] * 40  # 120 shards
+    offsets = shard_offsets(sizes)
+    few = np.array([199, 4, 0, 198, 3])  # fewer ids than shards: each id's shard is searched
+    many = np.tile(few, 100)  # more ids than shards: each shard's slice is searched
+    shard_of = {i: int(np.searchsorted(offsets, i, side="right") - 1) for i in few.tolist()}
+    expected = sorted(set(shard_of.values()))
+    for ids in (few, many):
+        groups = group_by_shard(ids, offsets)
+        assert [g.shard for g in groups] == expected
+        for g in groups:
+            assert np.array_equal(ids[g.positions], g.local_ids + offsets[g.shard])
+            assert np.all(np.diff(g.local_ids) >= 0)

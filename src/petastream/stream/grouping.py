@@ -57,7 +57,7 @@ def group_by_shard(ids: np.ndarray, shard_offsets: np.ndarray) -> list[ShardGrou
         )
     if ids.size == 0:
         return []
-    order = np.argsort(ids, kind="stable")
+    order = np.argsort(ids)  # not stable: equal ids (padding) may swap positions; harmless
     sorted_ids = ids[order].astype(np.int64, copy=False)
     if sorted_ids[0] < off[0] or sorted_ids[-1] >= off[-1]:
         bad = int(sorted_ids[0] if sorted_ids[0] < off[0] else sorted_ids[-1])
@@ -65,11 +65,15 @@ def group_by_shard(ids: np.ndarray, shard_offsets: np.ndarray) -> list[ShardGrou
             f"sample id {bad} is outside the dataset [{int(off[0])}, {int(off[-1])}); "
             "pass the shard_offsets of the dataset these ids were planned for"
         )
-    shard = np.searchsorted(off, sorted_ids, side="right") - 1
-    cuts = np.flatnonzero(shard[1:] != shard[:-1]) + 1
-    starts = np.r_[0, cuts]
-    ends = np.r_[cuts, ids.size]
+    if off.size <= ids.size:  # few shards: find each shard's slice of the sorted ids
+        cut = np.searchsorted(sorted_ids, off, side="left")
+        shards = np.flatnonzero(cut[1:] > cut[:-1]).tolist()
+        starts, ends = cut[shards].tolist(), cut[[s + 1 for s in shards]].tolist()
+    else:  # many shards: find each id's shard
+        shard = np.searchsorted(off, sorted_ids, side="right") - 1
+        cuts = np.flatnonzero(shard[1:] != shard[:-1]) + 1
+        starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), ids.size]
+        shards = shard[starts].tolist()
     return [
-        ShardGroup(int(shard[a]), sorted_ids[a:b] - off[shard[a]], order[a:b])
-        for a, b in zip(starts.tolist(), ends.tolist())
+        ShardGroup(s, sorted_ids[a:b] - off[s], order[a:b]) for s, a, b in zip(shards, starts, ends)
     ]

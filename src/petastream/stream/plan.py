@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petastream.stream._checks import as_int, positive, worker_in_pool
+from petastream.stream._checks import as_int, positive, rank_in_world, worker_in_pool
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 from petastream.stream.order import EpochOrder
 from petastream.stream.partition import count_batches, global_positions, rank_positions
@@ -67,11 +67,14 @@ class EpochPlan:
         start: int = 0,
     ) -> None:
         self.order = order
-        self.batch_size = batch_size
-        self.world_size = world_size
-        self.rank = rank
-        self.drop_last = drop_last
-        self.start = start
+        self.batch_size = positive("batch_size", batch_size, "samples per rank per batch")
+        self.rank, self.world_size = rank_in_world(rank, world_size)
+        self.drop_last = bool(drop_last)
+        self.start = as_int("start", start)
+        if not 0 <= self.start <= order.num_samples:
+            raise ValueError(
+                f"start must be in [0, {order.num_samples}] (a position of G), got {self.start}"
+            )
         self.num_batches = count_batches(
             order.num_samples, batch_size, world_size, drop_last, start
         )
