@@ -1,0 +1,142 @@
+"""One file in, one :class:`FileResult` out: pick the transform by file kind, never raise.
+
+Kinds: ``python`` (.py), ``databricks`` (a .py Databricks source notebook), ``notebook``
+(.ipynb), ``requirements`` (requirements*.txt / .in, and .txt/.in files in a
+``requirements/`` folder), ``setup.py`` (Python and its dependency lists), ``setup.cfg`` and
+``pyproject.toml``. A file that never mentions Petastorm is not parsed. Nothing is written
+here; an unreadable or unparseable file becomes a result with ``error`` set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from .notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
+from .packaging import migrate_pyproject, migrate_setup_cfg
+from .python import migrate_python
+from .report import FileResult, ManualItem
+from .requirements import migrate_requirements_txt
+from .setup_py import migrate_setup_py
+
+__all__ = ["Options", "file_kind", "migrate_file", "migrate_text"]
+
+_REQUIREMENTS = re.compile(r"requirements.*\.(txt|in)", re.I)
+_BOM = "\ufeff"
+_MARKERS = (b"petastorm", b"parent_cache_dir_url_conf")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings for one run that every worker needs."""
+
+    todo: bool = False  # mark manual items with "# TODO(petastream): ..." comments
+
+
+def file_kind(path: Path) -> str | None:
+    name = path.name
+    if name == "setup.py":
+        return "setup.py"
+    if name.endswith(".py"):
+        return "python"
+    if name.endswith(".ipynb"):
+        return "notebook"
+    if name in ("setup.cfg", "pyproject.toml"):
+        return name
+    if _REQUIREMENTS.fullmatch(name) or (
+        path.parent.name == "requirements" and path.suffix in (".txt", ".in")
+    ):
+        return "requirements"
+    return None
+
+
+def migrate_file(path: Path, display: str, options: Options) -> FileResult:
+    kind = file_kind(path)
+    if kind is None:
+        return FileResult(
+            display,
+            "unknown",
+            error="not a file petastream migrate handles (.py, .ipynb, requirements*.txt, "
+            "setup.py, setup.cfg, pyproject.toml)",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return FileResult(display, kind, error=f"cannot read: {err.strerror or err}")
+    if not any(marker in data.lower() for marker in _MARKERS):
+        return FileResult(display, kind)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return FileResult(display, kind, error=f"not UTF-8 text ({err.reason} at byte {err.start})")
+    return migrate_text(text, kind, display, options)
+
+
+def migrate_text(text: str, kind: str, display: str, options: Options) -> FileResult:
+    """Migrate ``text`` as a file of ``kind``; the result's texts keep a leading BOM."""
+    bom = _BOM if text.startswith(_BOM) else ""
+    body = text[len(bom) :]
+    if kind == "python" and is_databricks_source(body):
+        kind = "databricks"
+    errors: list[str] = []
+    try:
+        new, items = _TRANSFORMS[kind](body, options, errors)
+    except cst.ParserSyntaxError as err:
+        message = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", err.message)
+        return FileResult(
+            display, kind, error=f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
+        )
+    except (ValueError, RecursionError) as err:
+        return FileResult(display, kind, error=str(err) or type(err).__name__)
+    except Exception as err:  # noqa: BLE001 - one broken file must not stop the run
+        return FileResult(display, kind, error=f"internal error: {type(err).__name__}: {err}")
+    result = FileResult(display, kind, original=text, items=items)
+    if new != body:
+        result.new = bom + new
+    if errors:
+        result.error = "; ".join(errors)
+    return result
+
+
+_Transform = Callable[[str, Options, list[str]], tuple[str, list[ManualItem]]]
+
+
+def _python(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
+    result = migrate_python(text, todo=options.todo)
+    return result.code, result.items
+
+
+def _databricks(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
+    result = migrate_databricks(text, todo=options.todo)
+    return result.text, result.items
+
+
+def _notebook(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
+    result = migrate_ipynb(text, todo=options.todo)
+    errors.extend(result.errors)
+    return result.text, result.items
+
+
+def _setup_py(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
+    code, items = _python(text, options, errors)
+    code, more = migrate_setup_py(code)
+    return code, sorted([*items, *more], key=lambda i: (i.line, i.column))
+
+
+def _text(fn: Callable[[str], tuple[str, list[ManualItem]]]) -> _Transform:
+    return lambda text, options, errors: fn(text)
+
+
+_TRANSFORMS: dict[str, _Transform] = {
+    "python": _python,
+    "databricks": _databricks,
+    "notebook": _notebook,
+    "setup.py": _setup_py,
+    "requirements": _text(migrate_requirements_txt),
+    "setup.cfg": _text(migrate_setup_cfg),
+    "pyproject.toml": _text(migrate_pyproject),
+}

@@ -1,0 +1,201 @@
+"""Jupyter notebooks (.ipynb) and Databricks source notebooks (.py).
+
+Jupyter: only code cells change, and only their ``source``; outputs, execution counts,
+metadata and markdown are kept, and the JSON is written back in the file's own layout
+(indent, key order, trailing newline). Cells share one namespace, so the Python cells are
+migrated together, as one module: an ``import petastorm`` in the first cell and its uses in
+the fifth are seen together. If that module does not parse, each cell is migrated on its own
+and the cells that do not parse are reported.
+
+Databricks source notebooks (``# Databricks notebook source``, cells split by
+``# COMMAND ----------``, other languages and magics as ``# MAGIC`` comment lines) are Python
+files already; their ``# MAGIC %pip install petastorm`` lines are rewritten as well.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from .magics import cell_language, conda_item, mask_cell, rewrite_shell, unmask
+from .python import migrate_python
+from .report import ManualItem
+from .requirements import rewrite_pip_command
+
+__all__ = ["is_databricks_source", "migrate_databricks", "migrate_ipynb", "NotebookResult"]
+
+_DATABRICKS_HEADER = "# Databricks notebook source"
+_MAGIC_LINE = re.compile(r"#\s*MAGIC\b")
+
+
+@dataclass
+class NotebookResult:
+    text: str
+    items: list[ManualItem] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+# -- Databricks source ----------------------------------------------------------------------------
+
+
+def is_databricks_source(text: str) -> bool:
+    return text.lstrip("\ufeff").startswith(_DATABRICKS_HEADER)
+
+
+def migrate_databricks(text: str, *, todo: bool = False) -> NotebookResult:
+    """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse."""
+    result = migrate_python(text, todo=todo)
+    lines = result.code.split("\n")
+    items = list(result.items)
+    for i, line in enumerate(lines):
+        if _MAGIC_LINE.match(line):
+            lines[i] = rewrite_pip_command(line) or line
+            conda = conda_item(line, i + 1)
+            if conda is not None:
+                items.append(conda)
+    return NotebookResult("\n".join(lines), sorted(items, key=lambda it: it.line))
+
+
+# -- Jupyter ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Cell:
+    index: int  # position among all cells, 0-based
+    language: str
+    source: str
+    masked: str = ""
+    originals: dict[int, str] = field(default_factory=dict)
+
+
+def migrate_ipynb(text: str, *, todo: bool = False) -> NotebookResult:
+    """Raises ValueError when ``text`` is not a notebook."""
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not a JSON notebook: {err}") from err
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError("not a Jupyter notebook: no 'cells' list")
+    if _language(notebook) not in ("python", None):
+        return NotebookResult(text)
+    cells = _code_cells(notebook["cells"])
+    result = NotebookResult(text)
+    new_sources = _migrate_cells(cells, todo, result)
+    for cell in cells:
+        if cell.language == "shell":
+            new_sources[cell.index] = rewrite_shell(cell.source)
+        for n, line in enumerate(cell.source.split("\n"), start=1):
+            item = conda_item(line, n, cell.index + 1)
+            if item is not None:
+                result.items.append(item)
+    changed = False
+    for cell in cells:
+        new = new_sources.get(cell.index, cell.source)
+        if new != cell.source:
+            _set_source(notebook["cells"][cell.index], new)
+            changed = True
+    if changed:
+        result.text = _dump_like(notebook, text)
+    result.items.sort(key=lambda it: (it.cell or 0, it.line, it.column))
+    return result
+
+
+def _language(notebook: dict[str, Any]) -> str | None:
+    metadata = notebook.get("metadata") or {}
+    language = (metadata.get("kernelspec") or {}).get("language") or (
+        metadata.get("language_info") or {}
+    ).get("name")
+    return language.lower() if isinstance(language, str) else None
+
+
+def _code_cells(raw_cells: list[Any]) -> list[_Cell]:
+    cells = []
+    for index, raw in enumerate(raw_cells):
+        if isinstance(raw, dict) and raw.get("cell_type") == "code":
+            source = raw.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            cells.append(_Cell(index, cell_language(source), source))
+    return cells
+
+
+def _set_source(raw: dict[str, Any], new: str) -> None:
+    raw["source"] = new.splitlines(keepends=True) if isinstance(raw.get("source"), list) else new
+
+
+def _migrate_cells(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+    python = [c for c in cells if c.language == "python" and "petastorm" in c.source.lower()]
+    if not python:
+        return {}
+    python = [c for c in cells if c.language == "python"]
+    next_index = 0
+    for cell in python:
+        masked = mask_cell(cell.source, next_index)
+        cell.masked, cell.originals = masked.code, masked.originals
+        next_index += len(masked.originals)
+    try:
+        return _migrate_joined(python, todo, result)
+    except cst.ParserSyntaxError:
+        return _migrate_one_by_one(python, todo, result)
+
+
+def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+    marker = f"# petastream-migrate-cell-{uuid.uuid4().hex[:12]}"
+    parts, starts = [], []
+    line = 1
+    for cell in cells:
+        body = cell.masked if cell.masked.endswith("\n") or not cell.masked else cell.masked + "\n"
+        parts.append(f"{marker} {cell.index}\n{body}")
+        starts.append((line + 1, cell))
+        line += 1 + body.count("\n")
+    migrated = migrate_python("".join(parts), todo=todo)
+    pieces = re.split(rf"^{re.escape(marker)} (\d+)\n", migrated.code, flags=re.M)
+    if pieces[0] or [int(p) for p in pieces[1::2]] != [c.index for c in cells]:
+        raise RuntimeError("internal error: notebook cells were reordered by the migration")
+    new: dict[int, str] = {}
+    for cell, body in zip(cells, pieces[2::2], strict=True):
+        if not cell.masked.endswith("\n") and cell.masked:
+            body = body[:-1] if body.endswith("\n") else body
+        new[cell.index] = unmask(body, cell.originals)
+
+    def locate(line: int) -> tuple[int, int]:
+        start, cell = max((s, c) for s, c in starts if s <= line)
+        return cell.index + 1, line - start + 1
+
+    for item in migrated.items:
+        cell_no, cell_line = locate(item.line)
+        uses = tuple(f"cell {c}:{n}" for c, n in (locate(int(u)) for u in item.uses))
+        result.items.append(item.moved(cell_line, cell_no, uses))
+    return new
+
+
+def _migrate_one_by_one(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+    new: dict[int, str] = {}
+    for cell in cells:
+        try:
+            migrated = migrate_python(cell.masked, todo=todo)
+        except cst.ParserSyntaxError as err:
+            result.errors.append(f"cell {cell.index + 1}: does not parse ({_first_line(err)})")
+            continue
+        new[cell.index] = unmask(migrated.code, cell.originals)
+        for item in migrated.items:
+            uses = tuple(f"cell {cell.index + 1}:{u}" for u in item.uses)
+            result.items.append(item.moved(item.line, cell.index + 1, uses))
+    return new
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _dump_like(notebook: dict[str, Any], original: str) -> str:
+    """Serialise ``notebook`` with the layout of ``original`` (nbformat writes indent=1)."""
+    indent_match = re.search(r'^( +)"', original, flags=re.M)
+    indent = len(indent_match.group(1)) if indent_match else None
+    ascii_only = "\\u" in original and all(ord(ch) < 128 for ch in original)
+    text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only)
+    return text + "\n" if original.endswith("\n") else text

@@ -1,0 +1,40 @@
+"""What the Python transforms decide, before anything is rewritten.
+
+Each analysis (imports, strings) returns a :class:`Plan` keyed by nodes of the original tree;
+:mod:`petastream.migrate.python` merges the plans and applies them in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+__all__ = ["Finding", "Plan"]
+
+
+@dataclass(frozen=True, eq=False)
+class Finding:
+    """A manual item, still as a node (positions are added when it becomes a ManualItem)."""
+
+    node: cst.CSTNode
+    code: str
+    message: str
+    suggestion: str
+    uses: tuple[cst.CSTNode, ...] = ()
+
+
+@dataclass
+class Plan:
+    # original Import/ImportFrom -> what replaces it (empty: removed)
+    statements: dict[cst.CSTNode, list[cst.BaseSmallStatement]] = field(default_factory=dict)
+    # original Name/Attribute/SimpleString -> its replacement
+    expressions: dict[cst.CSTNode, cst.BaseExpression] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    def merge(self, other: Plan) -> Plan:
+        return Plan(
+            {**self.statements, **other.statements},
+            {**self.expressions, **other.expressions},
+            [*self.findings, *other.findings],
+        )

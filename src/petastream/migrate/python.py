@@ -1,0 +1,148 @@
+"""Migrate one Python source text: parse, analyse, apply, report.
+
+The analyses (:mod:`.imports`, :mod:`.strings`) work on one LibCST tree with scope, parent and
+position metadata and return plans keyed by its nodes; :class:`_Apply` carries them out in a
+single pass, so comments and formatting outside the rewritten nodes are untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+
+from .bindings import find_bindings
+from .imports import plan_imports
+from .plan import Finding, Plan
+from .report import ManualItem
+from .strings import plan_strings
+from .todo import add_comments, anchor_for, comments_above
+
+__all__ = ["PythonResult", "migrate_python", "might_need_migration"]
+
+_MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF")
+
+
+@dataclass
+class PythonResult:
+    code: str
+    items: list[ManualItem]
+
+
+def might_need_migration(code: str) -> bool:
+    """Cheap pre-check: files that never mention Petastorm are not parsed at all."""
+    return any(marker in code for marker in _MARKERS)
+
+
+def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
+    """Rewrite Petastorm imports and patch targets in ``code``; list what stays manual.
+
+    Raises ``libcst.ParserSyntaxError`` when ``code`` does not parse.
+    """
+    if not might_need_migration(code):
+        return PythonResult(code, [])
+    wrapper = MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
+    module = wrapper.module
+    scopes = wrapper.resolve(ScopeProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    positions = wrapper.resolve(PositionProvider)
+    bindings, stars = find_bindings(module, scopes, parents)
+    plan = plan_imports(module, bindings, stars, parents).merge(plan_strings(module))
+    items = [_item(f, positions) for f in plan.findings]
+    comments: dict[cst.CSTNode, list[str]] = {}
+    if todo:
+        for finding, item in zip(plan.findings, items, strict=True):
+            anchor = anchor_for(finding.node, parents)
+            if anchor is not None and item.todo_comment not in comments_above(anchor, module):
+                comments.setdefault(anchor, []).append(item.todo_comment)
+    new = module.visit(_Apply(plan, comments)) if plan.statements or plan.expressions or comments else module
+    items.sort(key=lambda i: (i.line, i.column, i.code))
+    return PythonResult(new.code, items)
+
+
+def _item(finding: Finding, positions: Mapping[cst.CSTNode, Any]) -> ManualItem:
+    start = positions[finding.node].start
+    uses = [str(n) for n in sorted({positions[u].start.line for u in finding.uses} - {start.line})]
+    return ManualItem(
+        line=start.line,
+        column=start.column,
+        code=finding.code,
+        message=finding.message,
+        suggestion=finding.suggestion,
+        uses=tuple(uses),
+    )
+
+
+class _Apply(cst.CSTTransformer):
+    """Replace planned nodes, expand planned import statements, add TODO comments."""
+
+    def __init__(self, plan: Plan, comments: Mapping[cst.CSTNode, Sequence[str]]) -> None:
+        super().__init__()
+        self._plan = plan
+        self._comments = comments
+
+    def on_leave(self, original_node: Any, updated_node: Any) -> Any:
+        result = super().on_leave(original_node, updated_node)
+        comments = self._comments.get(original_node)
+        return add_comments(result, comments) if comments else result
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> Any:
+        return self._replace(original_node, updated_node)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> Any:
+        return self._replace(original_node, updated_node)
+
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> Any:
+        return self._replace(original_node, updated_node)
+
+    def _replace(self, original: Any, updated: Any) -> Any:
+        new = self._plan.expressions.get(original)
+        if new is None:
+            return updated
+        return new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> Any:
+        body = self._expand(original_node.body, updated_node.body)
+        if body is None:
+            return updated_node
+        if not body:
+            return cst.RemoveFromParent()
+        if len(original_node.body) > 1:
+            return updated_node.with_changes(body=_semicolons(body))
+        lines = [cst.SimpleStatementLine(body=[statement]) for statement in body]
+        lines[0] = lines[0].with_changes(
+            leading_lines=updated_node.leading_lines,
+            trailing_whitespace=updated_node.trailing_whitespace,
+        )
+        return cst.FlattenSentinel(lines)
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> Any:
+        body = self._expand(original_node.body, updated_node.body)
+        if body is None:
+            return updated_node
+        return updated_node.with_changes(body=_semicolons(body) or [cst.Pass()])
+
+    def _expand(
+        self,
+        original: Sequence[cst.BaseSmallStatement],
+        updated: Sequence[cst.BaseSmallStatement],
+    ) -> list[cst.BaseSmallStatement] | None:
+        if not any(s in self._plan.statements for s in original):
+            return None
+        out: list[cst.BaseSmallStatement] = []
+        for orig, upd in zip(original, updated, strict=True):
+            out.extend(self._plan.statements.get(orig, [upd]))
+        return out
+
+
+def _semicolons(body: list[cst.BaseSmallStatement]) -> list[cst.BaseSmallStatement]:
+    return [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in body]
