@@ -18,6 +18,8 @@ __all__ = [
     "StorageError",
     "DatasetExistsError",
     "IncompleteDatasetError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
 ]
 
 
@@ -55,3 +57,11 @@ class DatasetExistsError(PetastreamError, FileExistsError):
 
 class IncompleteDatasetError(PetastreamError, FileNotFoundError):
     """A directory has shard files but no index.json: a write that did not finish."""
+
+
+class InvalidArgumentError(PetastreamError, ValueError):
+    """An argument's value is out of range or inconsistent with the others."""
+
+
+class InvalidArgumentTypeError(PetastreamError, TypeError):
+    """An argument has the wrong type."""
