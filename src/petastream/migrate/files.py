@@ -18,7 +18,7 @@ import libcst as cst
 
 from .notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
 from .packaging import migrate_pyproject, migrate_setup_cfg
-from .python import migrate_python
+from .python import describe_parse_error, migrate_python
 from .report import FileResult, ManualItem
 from .requirements import migrate_requirements_txt
 from .setup_py import migrate_setup_py
@@ -86,10 +86,7 @@ def migrate_text(text: str, kind: str, display: str, options: Options) -> FileRe
     try:
         new, items = _TRANSFORMS[kind](body, options, errors)
     except cst.ParserSyntaxError as err:
-        message = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", err.message)
-        return FileResult(
-            display, kind, error=f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
-        )
+        return FileResult(display, kind, error=describe_parse_error(err))
     except (ValueError, RecursionError) as err:
         return FileResult(display, kind, error=str(err) or type(err).__name__)
     except Exception as err:  # noqa: BLE001 - one broken file must not stop the run

@@ -23,7 +23,7 @@ from typing import Any
 import libcst as cst
 
 from .magics import cell_language, conda_item, mask_cell, rewrite_shell, unmask
-from .python import migrate_python
+from .python import describe_parse_error, migrate_python
 from .report import ManualItem
 from .requirements import rewrite_pip_command
 
@@ -179,17 +179,13 @@ def _migrate_one_by_one(cells: list[_Cell], todo: bool, result: NotebookResult) 
         try:
             migrated = migrate_python(cell.masked, todo=todo)
         except cst.ParserSyntaxError as err:
-            result.errors.append(f"cell {cell.index + 1}: does not parse ({_first_line(err)})")
+            result.errors.append(f"cell {cell.index + 1}: {describe_parse_error(err)}")
             continue
         new[cell.index] = unmask(migrated.code, cell.originals)
         for item in migrated.items:
             uses = tuple(f"cell {cell.index + 1}:{u}" for u in item.uses)
             result.items.append(item.moved(item.line, cell.index + 1, uses))
     return new
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
 def _dump_like(notebook: dict[str, Any], original: str) -> str:

@@ -7,6 +7,7 @@ single pass, so comments and formatting outside the rewritten nodes are untouche
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from .report import ManualItem
 from .strings import plan_strings
 from .todo import add_comments, anchor_for, comments_above
 
-__all__ = ["PythonResult", "migrate_python", "might_need_migration"]
+__all__ = ["PythonResult", "migrate_python", "might_need_migration", "describe_parse_error"]
 
 _MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF")
 
@@ -35,6 +36,12 @@ class PythonResult:
 def might_need_migration(code: str) -> bool:
     """Cheap pre-check: files that never mention Petastorm are not parsed at all."""
     return any(marker in code for marker in _MARKERS)
+
+
+def describe_parse_error(err: cst.ParserSyntaxError) -> str:
+    """``does not parse: line L, column C: <what the parser expected>``."""
+    message = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", err.message)
+    return f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
 
 
 def migrate_python(code: str, *, todo: bool = False) -> PythonResult:

@@ -1,9 +1,10 @@
 """``# TODO(petastream): ...`` comments above the statements a person has to migrate.
 
 A comment goes into the ``leading_lines`` of the nearest enclosing node that has them (a
-statement, an ``except``/``else``/``elif`` clause, a decorator), so it sits on its own line
-right above the code, indented like it. A comment already there is not added twice, which
-keeps a second run from changing anything.
+statement, an ``except``/``else``/``elif`` clause), so it sits on its own line right above
+the code, indented like it. Decorators are skipped for their function or class: a comment
+above the first decorator parses back as the definition's, and a comment already there is
+not added twice, which keeps a second run from changing anything.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ __all__ = ["anchor_for", "add_comments", "comments_above"]
 def anchor_for(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> cst.CSTNode | None:
     current: cst.CSTNode | None = node
     while current is not None:
-        if hasattr(current, "leading_lines") and not isinstance(current, cst.Module):
+        if hasattr(current, "leading_lines") and not isinstance(current, (cst.Module, cst.Decorator)):
             return current
         current = parents.get(current)
     return None

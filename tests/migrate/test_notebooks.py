@@ -1,0 +1,215 @@
+"""Jupyter (.ipynb) and Databricks source notebooks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from petastream.migrate.notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
+
+from .conftest import dedent
+
+
+def code(source: str, outputs: list[Any] | None = None, count: int | None = 1) -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "execution_count": count,
+        "id": f"c{abs(hash(source)) % 10_000}",
+        "metadata": {"tags": ["keep-me"]},
+        "outputs": outputs or [],
+        "source": dedent(source).rstrip("\n").splitlines(keepends=True),
+    }
+
+
+def markdown(source: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "id": "md", "metadata": {}, "source": [source]}
+
+
+def notebook(*cells: dict[str, Any], language: str = "python") -> dict[str, Any]:
+    return {
+        "cells": list(cells),
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": language, "name": "python3"},
+            "language_info": {"name": language, "version": "3.11.7"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def dump(nb: dict[str, Any]) -> str:
+    """As nbformat writes it: indent 1, sorted keys, non-ASCII kept, final newline."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+STREAM = [{"name": "stdout", "output_type": "stream", "text": ["materialized 256 rows ✓\n"]}]
+
+
+def legacy_notebook() -> dict[str, Any]:
+    return notebook(
+        markdown("# Train with petastorm\n`from petastorm.spark import make_spark_converter`"),
+        code("%pip install petastorm==0.12.1 pyarrow<15", count=None),
+        code(
+            """
+            import petastorm
+            from petastorm.spark import SparkDatasetConverter, make_spark_converter
+            files = !ls /dbfs/tmp
+            """
+        ),
+        code(
+            """
+            %%time
+            spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, "file:///tmp/petastorm")
+            converter = make_spark_converter(df)
+            print(f"materialized {len(converter)} rows")
+            """,
+            outputs=STREAM,
+        ),
+        code(
+            """
+            reader = petastorm.make_batch_reader(converter.file_urls)
+            spec = petastorm.TransformSpec(func)
+            """
+        ),
+        code("%%bash\npip install petastorm\necho petastorm"),
+        code("%%sql\nSELECT * FROM petastorm.spark"),
+    )
+
+
+def test_code_cells_are_migrated_and_everything_else_kept() -> None:
+    original = legacy_notebook()
+    text = dump(original)
+    result = migrate_ipynb(text)
+    expected = legacy_notebook()
+    expected["cells"][1]["source"] = ['%pip install "petastream[spark]" pyarrow<15']
+    expected["cells"][2]["source"] = [
+        "import petastorm\n",
+        "import petastream.compat\n",
+        "from petastream.compat import SparkDatasetConverter, make_spark_converter\n",
+        "files = !ls /dbfs/tmp",
+    ]
+    expected["cells"][4]["source"] = [
+        "reader = petastorm.make_batch_reader(converter.file_urls)\n",
+        "spec = petastream.compat.TransformSpec(func)",
+    ]
+    expected["cells"][5]["source"] = ["%%bash\n", 'pip install "petastream[spark]"\n', "echo petastorm"]
+    assert result.text == dump(expected)  # same layout, outputs, ids, metadata
+    assert result.errors == []
+    assert [(i.cell, i.line, i.code) for i in result.items] == [(5, 1, "unsupported-use")]
+    assert migrate_ipynb(result.text).text == result.text
+
+
+def test_cross_cell_uses_are_located_by_cell() -> None:
+    text = dump(
+        notebook(
+            code("from petastorm import make_reader"),
+            markdown("text"),
+            code("x = 1\nwith make_reader(url) as reader:\n    pass"),
+        )
+    )
+    (item,) = migrate_ipynb(text).items
+    assert (item.cell, item.line, item.uses) == (1, 1, ("cell 3:2",))
+
+
+def test_todo_comments_land_in_the_right_cell() -> None:
+    text = dump(notebook(code("import os"), code("from petastorm import make_reader\nr = make_reader(u)")))
+    result = migrate_ipynb(text, todo=True)
+    cells = json.loads(result.text)["cells"]
+    assert cells[0]["source"] == ["import os"]
+    assert cells[1]["source"][0].startswith("# TODO(petastream): petastorm.make_reader is not provided")
+    assert cells[1]["source"][1:] == ["from petastorm import make_reader\n", "r = make_reader(u)"]
+    assert migrate_ipynb(result.text, todo=True).text == result.text
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_migrated() -> None:
+    text = dump(
+        notebook(
+            code("from petastorm.spark import make_spark_converter"),
+            code("def broken(:\n    petastorm.spark"),
+            code("def unrelated(:\n    pass"),  # never mentions petastorm: not our business
+            code("from petastorm import TransformSpec"),
+        )
+    )
+    result = migrate_ipynb(text)
+    cells = json.loads(result.text)["cells"]
+    assert cells[0]["source"] == ["from petastream.compat import make_spark_converter"]
+    assert cells[1]["source"] == ["def broken(:\n", "    petastorm.spark"]
+    assert cells[3]["source"] == ["from petastream.compat import TransformSpec"]
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith("cell 2: does not parse: line ")
+
+
+def test_source_as_a_single_string_and_other_layouts() -> None:
+    nb = notebook(code("from petastorm.spark import make_spark_converter"))
+    nb["cells"][0]["source"] = "from petastorm.spark import make_spark_converter\n"
+    text = json.dumps(nb, indent=2) + "\n"  # 2-space indent, insertion order
+    result = migrate_ipynb(text)
+    nb["cells"][0]["source"] = "from petastream.compat import make_spark_converter\n"
+    assert result.text == json.dumps(nb, indent=2) + "\n"
+
+
+def test_non_python_notebook_and_unrelated_notebook_are_untouched() -> None:
+    scala = dump(notebook(code("import petastorm"), language="scala"))
+    assert migrate_ipynb(scala).text == scala
+    plain = dump(notebook(code("import os\nprint(os.name)"), markdown("petastorm")))
+    result = migrate_ipynb(plain)
+    assert (result.text, result.items, result.errors) == (plain, [], [])
+
+
+def test_magics_that_look_like_python_operators_are_not_masked() -> None:
+    text = dump(notebook(code('import petastorm\nmsg = ("%s rows"\n       % n)\nflag = (a\n        != b)\n!echo hi')))
+    result = migrate_ipynb(text)
+    assert result.errors == []
+    assert [i.code for i in result.items] == ["unsupported-import"]  # unused `import petastorm`
+
+
+DATABRICKS = """\
+# Databricks notebook source
+# MAGIC %pip install petastorm==0.12.1
+
+# COMMAND ----------
+
+from petastorm.spark import SparkDatasetConverter, make_spark_converter
+from petastorm import make_reader
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC Train with **petastorm**; `%pip install petastorm` is in the first cell.
+
+# COMMAND ----------
+
+# MAGIC %sh
+# MAGIC pip install petastorm
+
+# COMMAND ----------
+
+spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, "file:///dbfs/tmp/petastorm")
+converter = make_spark_converter(df)
+"""
+
+
+def test_databricks_source_notebook() -> None:
+    assert is_databricks_source(DATABRICKS)
+    result = migrate_databricks(DATABRICKS)
+    assert result.text == (
+        DATABRICKS.replace("# MAGIC %pip install petastorm==0.12.1", '# MAGIC %pip install "petastream[spark]"')
+        .replace("# MAGIC pip install petastorm", '# MAGIC pip install "petastream[spark]"')
+        .replace(
+            "from petastorm.spark import SparkDatasetConverter",
+            "from petastream.compat import SparkDatasetConverter",
+        )
+    )
+    assert [(i.line, i.code) for i in result.items] == [(7, "unsupported-import")]
+    assert migrate_databricks(result.text).text == result.text
+
+
+def test_databricks_conda_install_is_reported() -> None:
+    source = "# Databricks notebook source\n# MAGIC %conda install -c conda-forge petastorm\n"
+    result = migrate_databricks(source)
+    assert result.text == source
+    assert [(i.line, i.code) for i in result.items] == [(2, "unsupported-install")]
+
+
+def test_plain_python_is_not_a_databricks_notebook() -> None:
+    assert not is_databricks_source("# MAGIC %pip install petastorm\nimport os\n")
