@@ -74,6 +74,8 @@ class MDSDataset:
         self.shard_sizes = np.array([s["samples"] for s in self.shards], dtype=np.int64)
         self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
         np.cumsum(self.shard_sizes, out=self.shard_offsets[1:])
+        #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
+        self.fingerprint = hashlib.blake2s(index_bytes, digest_size=16).hexdigest()
         key = hashlib.blake2s(self.url.encode() + b"\0" + index_bytes, digest_size=16).hexdigest()
         self.cache_dir = os.path.join(cache_dir or default_cache_root(), key)
         self._open: OrderedDict[int, ShardData] = OrderedDict()

@@ -1,0 +1,150 @@
+"""``petastorm.pytorch``: ``DataLoader``, ``BatchedDataLoader``, ``InMemBatchedDataLoader``.
+
+Each takes a :class:`~petastream.compat.reader.Reader` (what ``make_batch_reader`` returns, and
+what the converter's context manager passes as ``reader=``) and runs petastream's bulk loader
+with its plan. Batches are ``dict[str, Tensor]`` in the reader's column order; unlike
+Petastorm, string, binary and decimal columns come back as lists instead of a ``TypeError``.
+Re-iteration follows Petastorm: a new pass after a complete one restarts (with a warning);
+a second ``iter()`` while a pass is running is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate"]
+
+logger = logging.getLogger(__name__)
+
+_PARALLEL_ITER_ERROR = (
+    "You must finish a full pass of Petastorm DataLoader before making another pass from the "
+    "beginning.If you do need to terminate early and restart from beginning, please re-create "
+    "the reader and the data loader."
+)
+
+
+def decimal_friendly_collate(batch: Any) -> Any:
+    """Petastorm's collate: ``default_collate``, with ``Decimal``/str values kept as lists."""
+    from torch.utils.data.dataloader import default_collate
+
+    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], dict):
+        return {k: decimal_friendly_collate([d[k] for d in batch]) for k in batch[0]}
+    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], (Decimal, str, bytes)):
+        return list(batch)
+    return default_collate(batch)
+
+
+class LoaderBase:
+    def __init__(self, reader: Any, batch_size: int | None, shuffling_queue_capacity: int = 0):
+        self.reader = reader
+        self.batch_size = batch_size
+        self.shuffling_queue_capacity = shuffling_queue_capacity
+        self._in_iter: bool | None = None
+        self._error: BaseException | None = None
+
+    def _torch_loader(self) -> Any:
+        from petastream.torch import TorchLoader
+
+        # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
+        size = self.batch_size or max(1, len(self.reader.dataset))
+        return TorchLoader(self.reader.dataset, **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self._error is not None:
+            raise RuntimeError(f"Cannot start a new iteration because last time iteration failed with error {self._error!r}.")
+        if self._in_iter is True:
+            raise RuntimeError(_PARALLEL_ITER_ERROR)
+        if self._in_iter is False:
+            logger.warning("Start a new pass of Petastorm DataLoader, reset underlying Petastorm reader to position 0.")
+            self.reader.reset()
+        self._in_iter = True
+        try:
+            yield from self._iter_impl()
+        except Exception as e:
+            self._error = e
+            raise
+        finally:
+            self._in_iter = False
+
+    def _iter_impl(self) -> Iterator[dict[str, Any]]:
+        if self.reader.stopped:
+            from petastream.compat.reader import _STOPPED
+
+            raise RuntimeError(_STOPPED)
+        for batch in self._torch_loader():
+            yield self._finish(batch)
+
+    def _finish(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return batch
+
+    def __enter__(self) -> LoaderBase:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reader.stop()
+        self.reader.join()
+
+
+class DataLoader(LoaderBase):
+    def __init__(self, reader: Any, batch_size: int | None = 1, collate_fn: Any = decimal_friendly_collate,
+                 shuffling_queue_capacity: int = 0):
+        super().__init__(reader, batch_size, shuffling_queue_capacity)
+        self.collate_fn = collate_fn
+
+
+class BatchedDataLoader(LoaderBase):
+    def __init__(self, reader: Any, batch_size: int | None = 1, transform_fn: Any = None,
+                 shuffling_queue_capacity: int = 0):
+        super().__init__(reader, batch_size, shuffling_queue_capacity)
+        self.transform_fn = transform_fn
+
+    def _finish(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.transform_fn is None:
+            return batch
+        return {k: self.transform_fn(v) if not isinstance(v, list) else v for k, v in batch.items()}
+
+
+class InMemBatchedDataLoader(LoaderBase):
+    """Loads ``rows_capacity`` rows once, then serves ``num_epochs`` epochs from memory, shuffled
+    per epoch with ``torch.Generator().manual_seed(seed + epoch)`` when ``shuffle``."""
+
+    def __init__(self, reader: Any, batch_size: int = 1, transform_fn: Any = None, num_epochs: int = 1,
+                 seed: int = 0, rows_capacity: int = 1024, shuffle: bool = False):
+        super().__init__(reader, batch_size, 0)
+        self.transform_fn = transform_fn
+        self.num_epochs, self.seed, self.rows_capacity, self.shuffle = num_epochs, seed, rows_capacity, shuffle
+        self._used = False
+
+    def _iter_impl(self) -> Iterator[dict[str, Any]]:
+        import torch
+
+        if self._used:
+            raise RuntimeError("InMemBatchedDataLoader couldn't be used multiple times, please specify "
+                               "total number of epochs using num_epochs in constructor.")
+        self._used = True
+        rows: dict[str, list] = {}
+        loaded = 0
+        for batch in self._torch_loader():
+            for k, v in batch.items():
+                rows.setdefault(k, []).append(v)
+            loaded += len(next(iter(batch.values())))
+            if loaded >= self.rows_capacity:
+                break
+        self.reader.stop()
+        data = {k: (torch.cat(v)[: self.rows_capacity] if isinstance(v[0], torch.Tensor)
+                    else [x for part in v for x in part][: self.rows_capacity]) for k, v in rows.items()}
+        n = min(loaded, self.rows_capacity)
+        for epoch in range(self.num_epochs):
+            order = (torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + epoch))
+                     if self.shuffle else torch.arange(n))
+            for start in range(0, n, self.batch_size):
+                idx = order[start : start + self.batch_size]
+                out = {k: (v[idx] if isinstance(v, torch.Tensor) else [v[i] for i in idx.tolist()])
+                       for k, v in data.items()}
+                yield {k: self.transform_fn(v) for k, v in out.items()} if self.transform_fn else out
+
+    def __exit__(self, *exc: Any) -> None:
+        pass

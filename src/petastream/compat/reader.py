@@ -1,0 +1,169 @@
+"""Petastorm's ``make_batch_reader``, reading the MDS dataset a converter materialized.
+
+The returned :class:`Reader` holds the reading plan (columns, order, shard, epochs, transform)
+and hands it to the loaders (``petastream.compat.pytorch``, the TF context manager), which run
+petastream's bulk loader with it. Iterating a Reader directly yields namedtuples of numpy
+columns, a batch of rows at a time, as Petastorm's batch reader does.
+
+Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
+``shuffle_row_drop_partitions``, ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
+``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``reader_pool_type`` and
+``workers_count`` map to decode threads. ``predicate``, ``rowgroup_selector`` and ``filters``
+are refused with a clear error: filter the DataFrame before converting it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections import namedtuple
+from collections.abc import Iterator
+from typing import Any
+
+from petastream.compat.transform import TransformSpec, transform_batch
+from petastream.errors import InvalidArgumentError
+from petastream.mds.dataset import MDSDataset
+from petastream.mds.storage import resolve
+
+__all__ = ["make_batch_reader", "Reader", "dataset_root"]
+
+_STOPPED = ("Trying to read a sample after a reader created by make_reader/make_batch_reader has "
+            "stopped. This may happen if the make_reader/make_batch_reader context manager has "
+            "exited but you try to fetch a sample from it anyway. Please check your code.")
+_ROWS_PER_ITEM = 1024
+
+
+def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) -> str:
+    """The MDS dataset directory behind a directory URL or a list of its shard file URLs."""
+    urls = [dataset_url_or_urls] if isinstance(dataset_url_or_urls, str) else list(dataset_url_or_urls)
+    if not urls:
+        raise ValueError("dataset url list must be non-empty.")
+    url = urls[0].rstrip("/")
+    candidates = [url]
+    for _ in range(2):  # a shard file sits in the dataset dir or one sub-directory below it
+        url = url.rsplit("/", 1)[0]
+        candidates.append(url)
+    # Outermost first: a merged dataset's task sub-directories hold partial index.json files.
+    for candidate in reversed(candidates):
+        if resolve(candidate, storage_options).exists("index.json"):
+            return candidate
+    raise ValueError(f"{urls[0]} is not an MDS dataset directory or one of its shard files "
+                     "(no index.json found beside it)")
+
+
+def _select(columns: list[str], schema_fields: Any) -> list[str]:
+    if schema_fields is None:
+        return columns
+    patterns = [getattr(f, "name", f) for f in schema_fields]
+    chosen = [c for c in columns if any(re.fullmatch(p, c) for p in patterns)]
+    if not chosen:
+        raise RuntimeError(f"No fields matching the criteria '{patterns}' were found in the dataset {columns}.")
+    return chosen
+
+
+class Reader:
+    """The plan of a read: see :func:`make_batch_reader`."""
+
+    def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
+                 seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
+                 transform_spec: TransformSpec | None):
+        self.dataset = dataset
+        self.columns = columns
+        self.shuffle = shuffle
+        self.shuffle_rows = shuffle_rows
+        self.seed = seed
+        self.num_epochs = num_epochs
+        self.rank, self.world_size = rank, world_size
+        self.workers = workers
+        self.transform_spec = transform_spec
+        out = transform_spec.output_columns(columns) if transform_spec else columns
+        self.schema_fields = out
+        self.Row = namedtuple("inferred_schema_view" if not transform_spec else "inferred_schema_transformed_view", out)
+        self.stopped = False
+        self.last_row_consumed = False
+
+    def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
+        """Keyword arguments for a :class:`~petastream.loader.BatchLoader` reading this plan.
+
+        Petastorm shuffles row groups by default and rows only through a shuffling queue: here
+        blocks of samples are permuted when the reader shuffles, and samples within a window
+        of ``shuffling_queue_capacity`` rows (or the default window with ``shuffle_rows``).
+        """
+        window = None
+        if self.shuffle and not self.shuffle_rows:
+            window = max(1, int(shuffling_queue_capacity or 1))
+        spec = self.transform_spec
+        return dict(
+            batch_size=batch_size, shuffle=self.shuffle, seed=self.seed, num_epochs=self.num_epochs,
+            columns=self.columns, num_workers=self.workers, rank=self.rank,
+            world_size=self.world_size, window=window,
+            transform=(lambda b: transform_batch(spec, b)) if spec else None,
+        )
+
+    def __iter__(self) -> Iterator[Any]:
+        from petastream.loader import BatchLoader
+
+        if self.stopped:
+            raise RuntimeError(_STOPPED)
+        for batch in BatchLoader(self.dataset, **self.loader_kwargs(_ROWS_PER_ITEM)):
+            if self.stopped:
+                raise RuntimeError(_STOPPED)
+            yield self.Row(**batch)
+        self.last_row_consumed = True
+
+    def reset(self) -> None:
+        self.last_row_consumed = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def join(self) -> None:
+        pass
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        self.join()
+
+
+def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type="thread",
+                      workers_count=10, results_queue_size=50, seed=None, shuffle_rows=False,
+                      shuffle_row_groups=True, shuffle_row_drop_partitions=1, predicate=None,
+                      rowgroup_selector=None, num_epochs=1, cur_shard=None, shard_count=None,
+                      shard_seed=None, cache_type="null", cache_location=None, cache_size_limit=None,
+                      cache_row_size_estimate=None, cache_extra_settings=None, hdfs_driver="libhdfs3",
+                      transform_spec=None, filters=None, storage_options=None, zmq_copy_buffers=True,
+                      filesystem=None, convert_early_to_numpy=False) -> Reader:
+    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs."""
+    if reader_pool_type not in ("thread", "process", "dummy"):
+        raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
+    if cache_type not in (None, "null", "local-disk"):
+        raise ValueError(f"Unknown cache_type: {cache_type}")
+    for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
+        if value is not None:
+            raise InvalidArgumentError(
+                f"{name} is not supported by petastream.compat; filter the DataFrame before "
+                "make_spark_converter (df.filter(...)) instead"
+            )
+    if (cur_shard is None) != (shard_count is None) or (
+        cur_shard is not None and not (isinstance(cur_shard, int) and isinstance(shard_count, int))
+    ):
+        raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
+    if num_epochs is not None and (not isinstance(num_epochs, int) or num_epochs < 1):
+        raise ValueError(f"num_epochs must be a positive integer or None, got {num_epochs!r}")
+    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options)
+    columns = _select(list(dataset.columns), schema_fields)
+    # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
+    workers = 1 if reader_pool_type == "dummy" else max(1, min(int(workers_count or 1), os.cpu_count() or 1))
+    if seed is None:
+        # Ranks must agree on the order to split it: with sharding, derive the seed from the
+        # dataset (every rank computes the same one); alone, draw one as Petastorm does.
+        seed = int(dataset.fingerprint[:8], 16) & 0x7FFFFFFF if shard_count else secrets.randbits(31)
+    return Reader(
+        dataset, columns=columns, shuffle=bool(shuffle_row_groups or shuffle_rows), shuffle_rows=bool(shuffle_rows),
+        seed=int(seed), num_epochs=num_epochs,
+        rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
+    )

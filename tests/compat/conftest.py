@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import pytest
+
+from tests import spark_session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    return spark_session.classic()
+
+
+@pytest.fixture(scope="session")
+def spark_connect():
+    return spark_session.connect()
+
+
+@pytest.fixture
+def converter_env(spark, tmp_path):
+    """Petastorm's test context: the parent cache dir conf set to a fresh file:// URL."""
+    from petastream.compat import spark_dataset_converter as sdc
+    from petastream.spark import materializer
+
+    materializer._REGISTRY.clear()
+    sdc._cache_df_meta_list.clear()
+    url = "file://" + str(tmp_path / "cache")
+    spark.conf.set(sdc.SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, url)
+    old = sdc._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS
+    sdc._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS = 2
+    yield url
+    sdc._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS = old
