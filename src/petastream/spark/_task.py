@@ -1,0 +1,174 @@
+"""The executor side: one ``mapInArrow`` task writes its rows as a partial MDS dataset.
+
+A task writes its shards straight into ``<attempt_dir>/<sub>/`` (``sub`` unique per task
+attempt: partition id, Spark's task attempt id and a random suffix, so speculative or retried
+attempts never share a directory), then that sub-directory's ``index.json`` last, and returns
+one small row (partition, sub, samples, shards, bytes, seconds). No data goes back to the
+driver. A task with no rows writes nothing and reports ``sub=''``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import EncodingError
+
+__all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER"]
+
+RESULT_SCHEMA = "partition int, sub string, samples long, shards int, bytes long, seconds double"
+#: Prefix of the task error for a null value; the driver recognises it in Spark's exception.
+NULL_MARKER = "petastream-null-values"
+
+_NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+_NS_PER_DAY = 86_400 * 1_000_000_000
+
+
+class TaskWriter:
+    """Picklable callable for ``DataFrame.mapInArrow`` (plain data only in its state)."""
+
+    def __init__(self, url: str, plans: list[Any], *, compression: str | None,
+                 hashes: list[str] | None, size_limit: int | str | None,
+                 fill: bool, storage_options: dict | None):
+        self.url = url.rstrip("/")
+        self.plans = plans
+        self.compression = compression
+        self.hashes = hashes
+        self.size_limit = size_limit
+        self.fill = fill
+        self.storage_options = storage_options
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from petastream.mds.index import dump_index
+        from petastream.mds.writer import MDSWriter
+
+        start = time.perf_counter()
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx else 0
+        attempt = ctx.taskAttemptId() if ctx else 0
+        sub = f"{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}"
+        columns = {p.name: p.encoding for p in self.plans}
+        writer = None
+        samples = 0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                cols = self.convert(batch)
+                if writer is None:
+                    writer = MDSWriter(columns=columns, out=f"{self.url}/{sub}",
+                                       compression=self.compression, hashes=self.hashes,
+                                       size_limit=self.size_limit, write_index=False,
+                                       storage_options=self.storage_options)
+                writer.write_columns(cols)
+                samples += batch.num_rows
+            shards = writer.finish() if writer is not None else []
+            if shards:
+                writer.location.write_bytes_atomic("index.json", dump_index(shards))
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        nbytes = sum((s["zip_data"] or s["raw_data"])["bytes"] for s in shards)
+        yield pa.RecordBatch.from_pydict(
+            {"partition": [partition], "sub": [sub if shards else ""], "samples": [samples],
+             "shards": [len(shards)], "bytes": [nbytes],
+             "seconds": [time.perf_counter() - start]},
+            schema=pa.schema([("partition", pa.int32()), ("sub", pa.string()),
+                              ("samples", pa.int64()), ("shards", pa.int32()),
+                              ("bytes", pa.int64()), ("seconds", pa.float64())]),
+        )
+
+    def convert(self, batch: Any) -> dict[str, Any]:
+        """Arrow columns -> what each column's encoding takes (no per-row Python work except
+        for decimal and json columns)."""
+        out = {}
+        for i, plan in enumerate(self.plans):
+            arr = batch.column(i)
+            if not self.fill or plan.kind in ("list", "list_fixed"):
+                _check_nulls(plan, arr)
+            try:
+                out[plan.name] = _CONVERT[plan.kind](plan, arr, self.fill)
+            except EncodingError as e:
+                raise EncodingError(f"column {plan.name!r}: {e}") from e
+        return out
+
+
+def _check_nulls(plan: Any, arr: Any) -> None:
+    n = arr.null_count
+    if not n and plan.kind in ("list", "list_fixed"):
+        n = arr.flatten().null_count
+    if n:
+        raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
+
+
+def _plain(plan: Any, arr: Any, fill: bool) -> Any:
+    return arr
+
+
+def _temporal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_date32(arr.type):
+        ints, factor = arr.cast(pa.int32()).cast(pa.int64()), _NS_PER_DAY
+    elif pa.types.is_date64(arr.type):
+        ints, factor = arr.cast(pa.int64()), 1_000_000
+    else:
+        ints, factor = arr.cast(pa.int64()), _NS_PER[arr.type.unit]
+    if fill:
+        ints = pc.fill_null(ints, 0)
+    try:
+        ns = pc.multiply_checked(ints, factor) if factor != 1 else ints
+    except pa.ArrowInvalid as e:
+        raise EncodingError(
+            f"{plan.spark_type} value out of range for int64 nanoseconds since the epoch "
+            "(1677-09-21 .. 2262-04-11)"
+        ) from e
+    return ns.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _decimal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+    values = np.empty(len(arr), dtype=object)
+    values[:] = arr.to_pylist()
+    return values
+
+
+def _json(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+    import pyarrow as pa
+
+    # Spark's to_json text is the encoded value as is (a bytes value is written unchanged).
+    return arr.cast(pa.large_binary()).to_numpy(zero_copy_only=False)
+
+
+def _list(plan: Any, arr: Any, fill: bool) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_boolean(arr.type.value_type):
+        arr = arr.cast(pa.large_list(pa.uint8()))
+    return arr
+
+
+def _list_fixed(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    n = plan.length
+    lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+    if len(lengths) and (lengths != n).any():
+        bad = int(lengths[lengths != n][0])
+        raise EncodingError(f"expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
+                            f"found one of length {bad}; the data changed since the lengths were "
+                            "inferred, or pass array_lengths={column: None}")
+    flat = arr.flatten().to_numpy(zero_copy_only=False)
+    return flat.astype(np.dtype(plan.elem_dtype), copy=False).reshape(len(arr), n)
+
+
+_CONVERT = {"plain": _plain, "date": _temporal, "timestamp": _temporal, "decimal": _decimal,
+            "json": _json, "list": _list, "list_fixed": _list_fixed}

@@ -1,0 +1,362 @@
+"""``materialize``: a Spark DataFrame (classic or Connect) -> a complete MDS dataset.
+
+One Spark job: ``df.mapInArrow(TaskWriter)``; every task writes its shards and its partial
+``index.json`` into its own sub-directory of an attempt directory and returns one small row.
+The driver merges the partial indexes of the attempts Spark reported (in partition order;
+leftovers of failed or speculative attempts are ignored) into ``index.json``, written last,
+then publishes the attempt (see :mod:`petastream.spark.cache`). Only the DataFrame API is used
+(``mapInArrow``, ``agg``, ``inputFiles``, ``sameSemantics``), so Connect DataFrames work.
+
+``array_lengths='infer'`` adds one aggregate job before the write when the DataFrame has array
+columns (see :mod:`petastream.spark.schema`). A null met by a task under
+``null_policy='error'`` fails the job; the driver then counts nulls with one aggregate job to
+name the columns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from petastream.mds.index import dump_index, read_index
+from petastream.mds.storage import resolve
+from petastream.spark import cache
+from petastream.spark._errors import MaterializationError
+from petastream.spark._task import NULL_MARKER, RESULT_SCHEMA, TaskWriter
+from petastream.spark.schema import (
+    ColumnPlan,
+    apply_fill,
+    check_dtype,
+    count_nulls,
+    infer_lengths,
+    null_error,
+    prepare,
+)
+
+__all__ = ["materialize", "MaterializedDataset", "parent_cache_dir"]
+
+log = logging.getLogger("petastream.spark")
+
+_REGISTRY = cache.Registry()
+
+
+@dataclass
+class MaterializedDataset:
+    """A complete MDS dataset made from a DataFrame (or found again). Picklable: plain data.
+
+    ``reused`` is True when no write ran (in-process de-dup, a complete dataset found under the
+    content key, or an existing MDS directory given as ``df``). ``created`` is True when this
+    call published the dataset (and so registered its deletion at exit, unless kept).
+    """
+
+    url: str
+    num_samples: int
+    num_shards: int
+    num_bytes: int
+    columns: dict[str, str]
+    key: str | None = None
+    reused: bool = False
+    created: bool = False
+    seconds: float = 0.0
+    storage_options: dict | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def __str__(self) -> str:
+        return self.url
+
+    def open(self, **kwargs: Any) -> Any:
+        """``petastream.open(self.url)``."""
+        from petastream.mds.dataset import open as open_mds
+
+        kwargs.setdefault("storage_options", self.storage_options)
+        return open_mds(self.url, **kwargs)
+
+    def delete(self) -> None:
+        """Forget it in the in-process de-dup and delete its directory."""
+        _REGISTRY.forget(self.url)
+        cache.delete_dataset(self.url, self.storage_options)
+
+
+def materialize(
+    df: Any,
+    parent_url: str | None = None,
+    *,
+    compression: str | None = "zstd",
+    hashes: list[str] | None = None,
+    size_limit: int | str | None = 1 << 26,
+    dtype: str | None = "float32",
+    null_policy: str = "error",
+    array_lengths: str | Mapping[str, int | None] = "infer",
+    nested: str = "error",
+    reuse: bool = True,
+    keep_at_exit: bool = False,
+    storage_options: dict | None = None,
+    spark: Any = None,
+    progress_interval: float = 10.0,
+) -> MaterializedDataset:
+    """Materialize ``df`` as an MDS dataset under ``parent_url`` and return it.
+
+    ``df``: a DataFrame (classic or Connect), or a path: an MDS directory (``index.json``
+    present) is used as is; anything else is read with ``spark.read.parquet``.
+    ``parent_url``: the cache directory (path or fsspec URL); default: the Spark conf
+    ``petastream.spark.parentCacheDirUrl``, then Petastorm's
+    ``petastorm.spark.converter.parentCacheDirUrl``.
+    ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard).
+    ``dtype``: ``'float32'`` (Petastorm's default), ``'float64'`` or None; ``null_policy``:
+    ``'error'`` or ``'fill'``; ``array_lengths``: ``'infer'``, ``'dynamic'`` or ``{col: n}``;
+    ``nested``: ``'error'`` or ``'json'`` (see :mod:`petastream.spark.schema`).
+    ``reuse``: look the dataset up first (in-process, then by content key).
+    ``keep_at_exit``: keep the dataset when the interpreter exits (default: delete it, as
+    Petastorm does). ``progress_interval``: seconds between progress lines while the job runs
+    (classic Spark, logger ``petastream.spark`` at INFO; 0 disables).
+    """
+    start = time.perf_counter()
+    check_dtype(dtype)
+    if null_policy not in ("error", "fill"):
+        raise ValueError(f"null_policy={null_policy!r}: use 'error' or 'fill'")
+    if nested not in ("error", "json"):
+        raise ValueError(f"nested={nested!r}: use 'error' or 'json'")
+    if isinstance(df, (str, os.PathLike)):
+        path = os.fspath(df)
+        if resolve(path, storage_options).exists("index.json"):
+            log.info("using the existing MDS dataset %s", path)
+            return describe(path, storage_options, reused=True, seconds=time.perf_counter() - start)
+        spark = spark or _active_session()
+        df = spark.read.parquet(path)
+    parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
+    options = {"compression": compression, "hashes": sorted(hashes or []),
+               "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
+               "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
+               else array_lengths, "nested": nested}
+    with _REGISTRY.lock:
+        if reuse:
+            url = _REGISTRY.lookup(df, parent, options)
+            if url is not None:
+                log.info("reusing %s (same DataFrame plan and options in this process)", url)
+                return describe(url, storage_options, reused=True,
+                                seconds=time.perf_counter() - start)
+        key, pinned = cache.content_key(df, options, storage_options=storage_options)
+        if reuse and pinned:
+            url = cache.find_complete(parent, key, storage_options)
+            if url is not None:
+                log.info("reusing the complete dataset %s (same content key)", url)
+                _REGISTRY.add(df, parent, options, url)
+                return describe(url, storage_options, key=key, reused=True,
+                                seconds=time.perf_counter() - start)
+        result = _write(df, parent, key, compression=compression, hashes=hashes,
+                        size_limit=size_limit, dtype=dtype, null_policy=null_policy,
+                        array_lengths=array_lengths, nested=nested,
+                        storage_options=storage_options, progress_interval=progress_interval,
+                        start=start)
+        _REGISTRY.add(df, parent, options, result.url)
+        if result.created and not keep_at_exit:
+            cache.register_atexit(result.url, storage_options)
+        return result
+
+
+def parent_cache_dir(session: Any) -> str:
+    conf = session.conf
+    for name in (cache.PARENT_CONF, cache.PETASTORM_PARENT_CONF):
+        value = conf.get(name, None)
+        if value:
+            return str(value)
+    raise ValueError(
+        f"no cache directory: pass parent_url=... or set the Spark conf {cache.PARENT_CONF} "
+        f"(or Petastorm's {cache.PETASTORM_PARENT_CONF})"
+    )
+
+
+def _active_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+
+
+def describe(url: str, storage_options: dict | None = None, **kwargs: Any) -> MaterializedDataset:
+    """A :class:`MaterializedDataset` for the complete dataset at ``url`` (reads index.json)."""
+    shards = read_index(url, storage_options=storage_options)
+    columns = dict(zip(shards[0]["column_names"], shards[0]["column_encodings"])) if shards else {}
+    return MaterializedDataset(
+        url=url, num_samples=sum(s["samples"] for s in shards), num_shards=len(shards),
+        num_bytes=sum((s["zip_data"] or s["raw_data"])["bytes"] for s in shards),
+        columns=columns, storage_options=storage_options, **kwargs)
+
+
+def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
+           size_limit: int | str | None, dtype: str | None, null_policy: str,
+           array_lengths: Any, nested: str, storage_options: dict | None,
+           progress_interval: float, start: float) -> MaterializedDataset:
+    prepared, plans = prepare(df, dtype=dtype, nested=nested)
+    t0 = time.perf_counter()
+    plans, nulls = infer_lengths(prepared, plans, array_lengths,
+                                 count_nulls=null_policy == "error")
+    if any(p.kind in ("list", "list_fixed") for p in plans) and array_lengths == "infer":
+        log.info("array lengths inferred in %.2f s: %s", time.perf_counter() - t0,
+                 {p.name: p.encoding for p in plans if p.kind.startswith("list")})
+    if nulls and any(nulls.values()):
+        raise null_error(nulls)
+    source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
+    attempt = cache.attempt_url(parent, key)
+    writer = TaskWriter(attempt, plans, compression=compression, hashes=hashes,
+                        size_limit=size_limit, fill=null_policy == "fill",
+                        storage_options=storage_options)
+    job_start = time.perf_counter()
+    try:
+        rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
+        rows = sorted(rows, key=lambda r: r["partition"])
+        subs = [r["sub"] for r in rows if r["sub"]]
+        if not subs:
+            subs = [_write_empty(attempt, plans, compression, hashes, size_limit, storage_options)]
+        cache_root = resolve(attempt, storage_options)
+        shards = _merge(cache_root, subs, storage_options)
+        url, won = cache.publish(parent, key, attempt, storage_options)
+    except BaseException as e:
+        _discard(attempt, storage_options)
+        if isinstance(e, Exception) and NULL_MARKER in str(e):
+            raise _null_failure(prepared, plans, null_policy) from None
+        if isinstance(e, Exception) and not isinstance(e, MaterializationError):
+            raise MaterializationError(
+                f"materializing the DataFrame into {attempt} failed: {_task_message(e)}"
+            ) from e
+        raise
+    seconds = time.perf_counter() - start
+    samples = sum(r["samples"] for r in rows)
+    nbytes = sum(r["bytes"] for r in rows)
+    job = time.perf_counter() - job_start
+    if won:
+        log.info("materialized %d rows in %d shards (%.1f MB) to %s in %.2f s (write job "
+                 "%.2f s, %.0f rows/s, %d tasks, slowest task %.2f s)", samples, len(shards),
+                 nbytes / 1e6, url, seconds, job, samples / job if job else 0.0, len(rows),
+                 max((r["seconds"] for r in rows), default=0.0))
+        return describe(url, storage_options, key=key, created=True, seconds=seconds)
+    log.info("another conversion published %s first; using it (this attempt was discarded)", url)
+    return describe(url, storage_options, key=key, reused=True, seconds=seconds)
+
+
+def _merge(root: Any, subs: list[str], storage_options: dict | None) -> list[dict[str, Any]]:
+    from petastream.mds.index import merge_index
+
+    return merge_index([root.child_url(s) for s in subs], root.url,
+                       storage_options=storage_options)
+
+
+def _write_empty(attempt: str, plans: list[ColumnPlan], compression: str | None,
+                 hashes: list[str] | None, size_limit: Any, storage_options: dict | None) -> str:
+    """A DataFrame with no rows: one empty shard, so the dataset still records its columns."""
+    from petastream.mds.writer import MDSWriter
+
+    sub = "00000-empty"
+    w = MDSWriter(columns={p.name: p.encoding for p in plans}, out=f"{attempt}/{sub}",
+                  compression=compression, hashes=hashes, size_limit=size_limit,
+                  write_index=False, storage_options=storage_options)
+    w.flush()
+    w.finish()
+    w.location.write_bytes_atomic("index.json", dump_index(w.shards))
+    return sub
+
+
+def _discard(attempt: str, storage_options: dict | None) -> None:
+    """Delete a failed attempt now and again at exit: tasks of an aborted job may still be
+    running and write after the first deletion (what they leave has no index.json and is
+    never read, so this is housekeeping only)."""
+    try:
+        resolve(attempt, storage_options).delete_tree()
+    except Exception as e:
+        log.warning("could not delete the failed attempt %s: %r", attempt, e)
+    cache.register_atexit(attempt, storage_options)
+
+
+def _null_failure(df: Any, plans: list[ColumnPlan], null_policy: str) -> Exception:
+    nulls = count_nulls(df, plans)
+    if null_policy == "fill":
+        nulls = {p.name: nulls.get(p.name, 0) for p in plans if p.kind == "list"}
+        bad = ", ".join(f"{k!r}: {v} row(s)" for k, v in nulls.items() if v)
+        from petastream.spark._errors import NullValuesError
+
+        return NullValuesError(
+            f"null arrays in variable-length array column(s) ({bad}) have no fill value; "
+            "filter them out or fill them in Spark (e.g. coalesce(col, array(lit(0))))"
+        )
+    return null_error(nulls)
+
+
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Invalid)): (.+)$", re.M)
+_JVM = ("org.", "java.", "scala.", "py4j.", "io.grpc.", "pyspark.")
+
+
+def _task_message(e: BaseException) -> str:
+    """The Python error a task raised, found in Spark's exception text (ours first)."""
+    text = str(e)
+    found = [(n, m) for n, m in _ERROR_LINE.findall(text) if not n.startswith(_JVM)]
+    ours = [f for f in found if f[0].startswith(("petastream.", "pyarrow."))]
+    if ours or found:
+        name, msg = (ours or found)[-1]
+        return f"{name.rsplit('.', 1)[-1]}: {msg}"
+    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
+
+
+def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
+    """Collect the per-task rows, with a progress thread on classic Spark."""
+    sc = None
+    if not type(out_df).__module__.startswith("pyspark.sql.connect"):
+        try:
+            sc = out_df.sparkSession.sparkContext
+        except Exception:
+            sc = None
+    group = f"petastream-{key[:12]}-{time.monotonic_ns()}"
+    progress = None
+    old: dict[str, Any] = {}
+    if sc is not None:
+        for prop, value in (("spark.jobGroup.id", group),
+                            ("spark.job.description", f"petastream: materialize {key[:12]}")):
+            old[prop] = sc.getLocalProperty(prop)
+            sc.setLocalProperty(prop, value)
+        if interval and log.isEnabledFor(logging.INFO):
+            progress = _Progress(sc, group, interval)
+            progress.start()
+    try:
+        return [row.asDict() for row in out_df.collect()]
+    finally:
+        if progress is not None:
+            progress.stop()
+        for prop, value in old.items():
+            sc.setLocalProperty(prop, value)  # type: ignore[union-attr]
+
+
+class _Progress(threading.Thread):
+    """Logs task progress of the write job every ``interval`` seconds (classic Spark)."""
+
+    def __init__(self, sc: Any, group: str, interval: float):
+        super().__init__(name="petastream-progress", daemon=True)
+        self.tracker = sc.statusTracker()
+        self.group = group
+        self.interval = interval
+        self.start_time = time.perf_counter()
+        self._stop_event = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            try:
+                done = total = 0
+                for job in self.tracker.getJobIdsForGroup(self.group):
+                    info = self.tracker.getJobInfo(job)
+                    for stage in info.stageIds if info else []:
+                        s = self.tracker.getStageInfo(stage)
+                        if s:
+                            done += s.numCompletedTasks
+                            total += s.numTasks
+                log.info("materializing: %d/%d tasks done, %.0f s elapsed", done, total,
+                         time.perf_counter() - self.start_time)
+            except Exception:  # the context stopped: nothing more to report
+                return

@@ -1,0 +1,318 @@
+"""Spark schema -> MDS column encodings, and the Spark-side preparation of the columns.
+
+Everything here runs on the driver and builds Spark expressions only (no data moves). The
+result is a :class:`ColumnPlan` per column, shipped to the tasks, which convert each Arrow
+column accordingly (:mod:`petastream.spark._task`).
+
+Type mapping, after the ``dtype`` conversion (``'float32'``, Petastorm's default, casts double
+to float and ``array<double>`` to ``array<float>``; ``'float64'`` the opposite; ``None`` keeps):
+
+==========================================  ===========================  =========================
+Spark type                                  MDS encoding                 value read back
+==========================================  ===========================  =========================
+boolean                                     ``uint8``                    0 / 1
+byte / short / int / long                   ``int8/int16/int32/int64``
+float / double                              ``float32`` / ``float64``
+decimal(p, s)                               ``str_decimal``              ``decimal.Decimal``
+string                                      ``str``
+binary                                      ``bytes``
+date                                        ``int64``                    ns since 1970-01-01
+timestamp (with time zone)                  ``int64``                    ns since the epoch, UTC
+timestamp_ntz                               ``int64``                    ns since 1970-01-01 (wall)
+array<numeric or boolean>, one length n     ``ndarray:<dtype>:<n>``      fixed size (fast path)
+array<numeric or boolean>, lengths vary     ``ndarray:<dtype>``          1-D arrays
+ML / MLlib vector                           as ``array<float|double>``   ``vector_to_array`` first
+array<string>                               ``json``                     list of str
+struct / map / other arrays                 error, or ``json`` with      dict / list
+                                            ``nested='json'``
+==========================================  ===========================  =========================
+
+Dates and timestamps are int64 nanoseconds since the Unix epoch, as Petastorm's TensorFlow path
+delivers them (``datetime64[ns]`` viewed as int64); the range is therefore 1677-09-21 ..
+2262-04-11, and a value outside it fails the write with the column named.
+
+Array lengths: a fixed-size encoding needs one length over the whole DataFrame, known before
+any task writes (every shard of a dataset shares one column layout). ``array_lengths='infer'``
+(default) runs one small aggregate job (``min/max(size(col))``, plus null counts) before the
+write; ``'dynamic'`` skips it; a mapping ``{column: n}`` fixes lengths by hand (``None`` =
+variable). The ndarray encoding cannot store empty arrays: a column holding one is an error.
+
+Nulls: MDS has no null. ``null_policy='error'`` (default) fails naming the columns and their
+null counts; ``'fill'`` fills: 0 for integers, decimals, booleans (False), dates and timestamps
+(the epoch); NaN for floats; ``""`` for strings; ``b""`` for binary; JSON ``null`` for json
+columns; null elements inside arrays as their scalar type; a null array as ``n`` fill values
+when the column has the fixed length ``n`` (a null array in a variable-length column stays an
+error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from petastream.spark._errors import NullValuesError, UnsupportedColumnError
+
+__all__ = ["ColumnPlan", "prepare", "infer_lengths", "apply_fill", "check_dtype"]
+
+_DTYPES = ("float32", "float64")
+_NUMERIC = {
+    "ByteType": "int8", "ShortType": "int16", "IntegerType": "int32", "LongType": "int64",
+    "FloatType": "float32", "DoubleType": "float64",
+}
+_TEMPORAL = {"DateType": "date", "TimestampType": "timestamp", "TimestampNTZType": "timestamp"}
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How one column is written. ``kind`` tells the task how to turn its Arrow column into
+    what the encoding takes: ``plain``, ``date``, ``timestamp``, ``decimal``, ``json``,
+    ``list`` (variable length) or ``list_fixed`` (``length`` elements each)."""
+
+    name: str
+    encoding: str
+    kind: str
+    length: int | None = None
+    elem_dtype: str | None = None
+    spark_type: str = ""
+
+
+def check_dtype(dtype: str | None) -> None:
+    if dtype is not None and dtype not in _DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not supported; use 'float32', 'float64' or None")
+
+
+def _functions(df: Any) -> tuple[Any, Any]:
+    """``pyspark.sql.functions`` and ``vector_to_array`` for the DataFrame's flavour, so a
+    Connect DataFrame gets Connect columns even in a process that also runs classic Spark."""
+    if type(df).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.ml.connect.functions import vector_to_array
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.ml.functions import vector_to_array
+        from pyspark.sql import functions as F
+    return F, vector_to_array
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _is_vector(dt: Any) -> bool:
+    from pyspark.ml.linalg import VectorUDT
+    from pyspark.mllib.linalg import VectorUDT as OldVectorUDT
+
+    return isinstance(dt, (VectorUDT, OldVectorUDT))
+
+
+def _nested_error(name: str, dt: Any) -> UnsupportedColumnError:
+    return UnsupportedColumnError(
+        f"column {name!r}: {dt.simpleString()} is not supported; cast it to a JSON string with "
+        "to_json() or drop it (or pass nested='json' to store it as a JSON column)"
+    )
+
+
+def prepare(df: Any, *, dtype: str | None, nested: str) -> tuple[Any, list[ColumnPlan]]:
+    """Convert vectors, floating-point precision and JSON columns; return the new DataFrame
+    and a plan per column (array lengths still undecided: ``kind='list'``)."""
+    from pyspark.sql import types as T
+
+    check_dtype(dtype)
+    if nested not in ("error", "json"):
+        raise ValueError(f"nested={nested!r}: use 'error' or 'json'")
+    F, vector_to_array = _functions(df)
+    exprs, plans = [], []
+    for field in df.schema.fields:
+        name, dt = field.name, field.dataType
+        col = F.col(quote(name))
+        if _is_vector(dt):
+            col = vector_to_array(col, dtype or "float64")
+            dt = T.ArrayType(T.FloatType() if dtype == "float32" else T.DoubleType(), False)
+        col, dt = _convert_precision(col, dt, dtype)
+        tname = type(dt).__name__
+        spark_type = dt.simpleString()
+        if tname == "BooleanType":
+            plan = ColumnPlan(name, "uint8", "plain", spark_type=spark_type)
+        elif tname in _NUMERIC:
+            plan = ColumnPlan(name, _NUMERIC[tname], "plain", spark_type=spark_type)
+        elif tname == "StringType" or tname in ("CharType", "VarcharType"):
+            plan = ColumnPlan(name, "str", "plain", spark_type=spark_type)
+        elif tname == "BinaryType":
+            plan = ColumnPlan(name, "bytes", "plain", spark_type=spark_type)
+        elif tname == "DecimalType":
+            plan = ColumnPlan(name, "str_decimal", "decimal", spark_type=spark_type)
+        elif tname in _TEMPORAL:
+            plan = ColumnPlan(name, "int64", _TEMPORAL[tname], spark_type=spark_type)
+        elif isinstance(dt, T.ArrayType) and (
+            type(dt.elementType).__name__ in _NUMERIC or isinstance(dt.elementType, T.BooleanType)
+        ):
+            elem = _NUMERIC.get(type(dt.elementType).__name__, "uint8")
+            plan = ColumnPlan(name, f"ndarray:{elem}", "list", elem_dtype=elem, spark_type=spark_type)
+        elif isinstance(dt, T.ArrayType) and isinstance(dt.elementType, T.StringType):
+            col = F.to_json(col)
+            plan = ColumnPlan(name, "json", "json", spark_type=spark_type)
+        elif isinstance(dt, (T.StructType, T.MapType, T.ArrayType)):
+            if nested != "json":
+                raise _nested_error(name, dt)
+            col = F.to_json(col)
+            plan = ColumnPlan(name, "json", "json", spark_type=spark_type)
+        else:
+            raise UnsupportedColumnError(
+                f"column {name!r}: {dt.simpleString()} is not supported; cast it to a number, "
+                "string, binary, decimal, date, timestamp or array of numbers, or drop it"
+            )
+        exprs.append(col.alias(name))
+        plans.append(plan)
+    return df.select(*exprs), plans
+
+
+def _convert_precision(col: Any, dt: Any, dtype: str | None) -> tuple[Any, Any]:
+    from pyspark.sql import types as T
+
+    if dtype is None:
+        return col, dt
+    src, dst = (T.DoubleType, T.FloatType()) if dtype == "float32" else (T.FloatType, T.DoubleType())
+    if isinstance(dt, src):
+        return col.cast(dst), dst
+    if isinstance(dt, T.ArrayType) and isinstance(dt.elementType, src):
+        new = T.ArrayType(dst, dt.containsNull)
+        return col.cast(new), new
+    return col, dt
+
+
+def infer_lengths(
+    df: Any,
+    plans: list[ColumnPlan],
+    array_lengths: str | Mapping[str, int | None],
+    *,
+    count_nulls: bool,
+) -> tuple[list[ColumnPlan], dict[str, int] | None]:
+    """Decide fixed or variable encodings for array columns, running one aggregate job when
+    lengths must be inferred. Returns the final plans and, when the aggregate ran and
+    ``count_nulls``, the null count per column (else None)."""
+    given: Mapping[str, int | None] = {}
+    if isinstance(array_lengths, Mapping):
+        given = array_lengths
+        mode = "infer"
+    elif array_lengths in ("infer", "dynamic"):
+        mode = array_lengths
+    else:
+        raise ValueError(f"array_lengths={array_lengths!r}: use 'infer', 'dynamic' or a mapping")
+    names = {p.name for p in plans}
+    unknown = set(given) - names
+    if unknown:
+        raise ValueError(f"array_lengths names columns the DataFrame lacks: {sorted(unknown)}")
+    lists = [p for p in plans if p.kind == "list"]
+    todo = [p for p in lists if p.name not in given] if mode == "infer" else []
+    stats: dict[str, Any] = {}
+    nulls: dict[str, int] | None = None
+    if todo:
+        F, _ = _functions(df)
+        aggs = []
+        for p in todo:
+            c = F.col(quote(p.name))
+            size = F.when(c.isNotNull(), F.size(c))
+            aggs += [F.min(size).alias(f"min_{len(aggs)}"), F.max(size).alias(f"max_{len(aggs)}")]
+        if count_nulls:
+            aggs += _null_count_exprs(F, plans)
+        row = df.agg(*aggs).collect()[0]
+        values = list(row)
+        for i, p in enumerate(todo):
+            stats[p.name] = (values[2 * i], values[2 * i + 1])
+        if count_nulls:
+            nulls = dict(zip([p.name for p in plans], values[2 * len(todo):]))
+    out = []
+    for p in plans:
+        if p.kind != "list":
+            out.append(p)
+            continue
+        length: int | None
+        if p.name in given:
+            length = given[p.name]
+        elif p.name in stats:
+            lo, hi = stats[p.name]
+            if lo == 0:
+                raise UnsupportedColumnError(
+                    f"column {p.name!r}: some arrays are empty, and the MDS ndarray encoding cannot "
+                    f"store empty arrays; filter them out (size({p.name}) > 0) or pad them"
+                )
+            length = lo if lo is not None and lo == hi else None
+        else:
+            length = None
+        if length is None:
+            out.append(p)
+        else:
+            if not isinstance(length, int) or length < 1:
+                raise ValueError(f"array_lengths[{p.name!r}] = {length!r}: give a length >= 1 or None")
+            out.append(ColumnPlan(p.name, f"ndarray:{p.elem_dtype}:{length}", "list_fixed",
+                                  length, p.elem_dtype, p.spark_type))
+    return out, nulls
+
+
+def _null_count_exprs(F: Any, plans: list[ColumnPlan]) -> list[Any]:
+    exprs = []
+    for i, p in enumerate(plans):
+        c = F.col(quote(p.name))
+        cond = c.isNull()
+        if p.kind in ("list", "list_fixed"):
+            cond = cond | F.exists(c, lambda x: x.isNull())
+        exprs.append(F.sum(F.when(cond, 1).otherwise(0)).alias(f"nulls_{i}"))
+    return exprs
+
+
+def count_nulls(df: Any, plans: list[ColumnPlan]) -> dict[str, int]:
+    """Null values (or arrays holding a null) per column: one aggregate job."""
+    F, _ = _functions(df)
+    row = df.agg(*_null_count_exprs(F, plans)).collect()[0]
+    return {p.name: int(v or 0) for p, v in zip(plans, row)}
+
+
+def null_error(nulls: Mapping[str, int]) -> NullValuesError:
+    bad = {k: int(v) for k, v in nulls.items() if v}
+    listing = ", ".join(f"{k!r}: {v} row(s)" for k, v in bad.items())
+    first = next(iter(bad), "col")
+    return NullValuesError(
+        f"column(s) with null values ({listing}); MDS cannot store nulls. Filter them out "
+        f"(df.na.drop(subset=[{first!r}])), fill them (df.na.fill(...)), or pass "
+        "null_policy='fill' (0, NaN, '', b'', epoch, JSON null)"
+    )
+
+
+def apply_fill(df: Any, plans: list[ColumnPlan]) -> Any:
+    """``null_policy='fill'``: replace nulls by the documented fill values (dates and
+    timestamps are filled in the task, after their conversion to int64)."""
+    F, _ = _functions(df)
+    schema = {f.name: f.dataType for f in df.schema.fields}
+    exprs = []
+    for p in plans:
+        c = F.col(quote(p.name))
+        dt = schema[p.name]
+        if p.kind == "json":
+            c = F.coalesce(c, F.lit("null"))
+        elif p.kind in ("list", "list_fixed"):
+            elem_fill = _fill_literal(F, dt.elementType)
+            c = F.transform(c, _coalesce_with(F, elem_fill))
+            if p.kind == "list_fixed":
+                c = F.coalesce(c, F.array_repeat(elem_fill, p.length))
+        elif p.kind in ("plain", "decimal"):
+            c = F.coalesce(c, _fill_literal(F, dt))
+        exprs.append(c.alias(p.name))
+    return df.select(*exprs)
+
+
+def _coalesce_with(F: Any, fill: Any) -> Any:
+    # One parameter exactly: F.transform passes the element index to a second one.
+    return lambda x: F.coalesce(x, fill)
+
+
+def _fill_literal(F: Any, dt: Any) -> Any:
+    tname = type(dt).__name__
+    if tname in ("FloatType", "DoubleType"):
+        return F.lit(float("nan")).cast(dt)
+    if tname == "BooleanType":
+        return F.lit(False)
+    if tname == "StringType" or tname in ("CharType", "VarcharType"):
+        return F.lit("")
+    if tname == "BinaryType":
+        return F.lit(bytearray())
+    return F.lit(0).cast(dt)
