@@ -1,8 +1,9 @@
-"""The main job, end to end (``make demo``).
+"""The main job, end to end (``make demo``): no configuration, local Spark.
 
-Today: an MDS round trip — write a tabular dataset with petastream's bulk writer, inspect and
-verify it with the CLI, read it back in bulk and per sample, and check every value. The
-converter issues grow this into Spark DataFrame -> converter -> PyTorch and TensorFlow steps.
+A Spark DataFrame goes through the Petastorm-compatible converter (materialized once as MDS),
+then into a few PyTorch training steps and a few Keras/TensorFlow steps, then the native
+petastream loader reads the same dataset shuffled, and ``petastream verify`` checks it.
+The only line that differs from a legacy Petastorm script is the import.
 """
 
 from __future__ import annotations
@@ -13,41 +14,70 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import pyarrow as pa
+ROWS, BATCH, STEPS = 20_000, 256, 5
 
-import petastream
+
+def spark_session(cache_dir: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("petastream-demo")
+             .config("spark.ui.enabled", "false")
+             .config("petastorm.spark.converter.parentCacheDirUrl", "file://" + cache_dir)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def main() -> None:
-    n = 200_000
-    rng = np.random.default_rng(0)
-    table = pa.table({
-        "id": pa.array(np.arange(n)),
-        "features": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 16, dtype=np.float32)), 16),
-        "label": pa.array(rng.integers(0, 10, n).astype(np.int32)),
-        "name": pa.array([f"row-{i}" for i in range(n)]),
-    })
-    out = os.path.join(tempfile.mkdtemp(prefix="petastream-demo-"), "tabular")
+    from pyspark.sql import functions as F
+
+    from petastream.compat import make_spark_converter  # was: from petastorm.spark import ...
+
+    cache = tempfile.mkdtemp(prefix="petastream-demo-")
+    spark = spark_session(cache)
+    features = F.array(*[F.rand(seed=i).cast("float") for i in range(16)]).alias("features")
+    df = spark.range(ROWS).select("id", features, (F.col("id") % 2).cast("float").alias("label"))
 
     t = time.perf_counter()
-    petastream.write_mds(table, out, compression="zstd", hashes=["xxh64"], size_limit="8mb")
-    print(f"wrote {n:,} rows to {out} in {time.perf_counter() - t:.2f}s")
+    converter = make_spark_converter(df)
+    print(f"materialized {len(converter):,} rows as MDS at {converter.cache_dir_url} "
+          f"in {time.perf_counter() - t:.1f}s ({len(converter.file_urls)} shard files)")
 
-    exe = [sys.executable, "-m", "petastream.cli"]
-    subprocess.run([*exe, "inspect", out], check=True)
-    subprocess.run([*exe, "verify", out], check=True)
+    import torch
 
-    ds = petastream.open(out, validate_hash="xxh64")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    with converter.make_torch_dataloader(batch_size=BATCH) as loader:  # num_epochs=None: endless
+        for step, batch in zip(range(STEPS), loader):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(batch["features"]).squeeze(1), batch["label"])
+            loss.backward()
+            optimizer.step()
+            print(f"torch step {step}: batch {tuple(batch['features'].shape)} loss {loss.item():.4f}")
+
+    import tensorflow as tf
+
+    keras_model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(8, activation="relu"),
+                                       tf.keras.layers.Dense(1)])
+    keras_model.compile(optimizer="sgd", loss="mse")
+    with converter.make_tf_dataset(batch_size=BATCH) as dataset:
+        history = keras_model.fit(dataset.map(lambda x: (x.features, x.label)), steps_per_epoch=STEPS,
+                                  epochs=1, verbose=0)
+    print(f"keras: {STEPS} steps, loss {history.history['loss'][0]:.4f}")
+
+    from petastream.torch import loader as native_loader
+
     t = time.perf_counter()
-    cols = ds.read(np.arange(len(ds)))
-    print(f"bulk read {len(ds):,} rows in {time.perf_counter() - t:.2f}s (first pass: decompress + verify)")
-    assert np.array_equal(cols["id"], np.arange(n))
-    assert np.array_equal(cols["features"], table["features"].combine_chunks().flatten().to_numpy().reshape(n, 16))
-    assert list(cols["name"][:3]) == ["row-0", "row-1", "row-2"]
-    sample = ds[12345]
-    assert sample["id"] == 12345 and sample["name"] == "row-12345"
-    print("round trip OK: every value matches")
+    seen = sum(len(b["id"]) for b in native_loader(converter.cache_dir_url, 1024, shuffle=True, seed=1))
+    print(f"native loader: one shuffled epoch of {seen:,} rows in {time.perf_counter() - t:.2f}s")
+    assert seen == ROWS
+
+    subprocess.run([sys.executable, "-m", "petastream.cli", "verify", converter.cache_dir_url], check=True)
+    converter.delete()
+    spark.stop()
+    print("main job OK")
 
 
 if __name__ == "__main__":
