@@ -237,3 +237,33 @@ def test_dataset_metadata_and_json_index(spark, cache_dir):
     index = json.loads(open(f"{m.url}/index.json").read())
     assert all("/" in s["raw_data"]["basename"] for s in index["shards"])
     assert sorted(int(r["id"]) for r in read_rows(m.url)) == list(range(100))
+
+
+def test_optimistic_array_lengths(spark, cache_dir, caplog):
+    import logging
+
+    fixed = spark.createDataFrame([(i, [float(i)] * 4) for i in range(30)], "id long, a array<double>")
+    m = materialize(fixed.repartition(3), cache_dir, array_lengths="optimistic")
+    assert m.columns["a"] == "ndarray:float32:4"
+    # each task sees one length, but the tasks disagree: written again as variable-length
+    per_task = spark.createDataFrame([(i, [i] * (1 + i // 10)) for i in range(20)],
+                                     "id long, a array<int>").repartitionByRange(2, "id")
+    with caplog.at_level(logging.INFO, logger="petastream.spark"):
+        m = materialize(per_task, cache_dir, array_lengths="optimistic")
+    assert m.columns["a"] == "ndarray:int32"
+    assert "tasks chose different array encodings for ['a']" in caplog.text
+    assert [len(r["a"]) for r in read_rows(m.url)] == [1 + i // 10 for i in range(20)]
+
+
+def test_optimistic_length_change_within_a_task(spark, cache_dir):
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    spark.conf.set(key, "5")
+    try:
+        df = spark.createDataFrame([(i, [i] * (1 if i < 5 else 2)) for i in range(10)],
+                                   "id long, a array<long>").coalesce(1)
+        m = materialize(df, cache_dir, array_lengths="optimistic")
+    finally:
+        spark.conf.unset(key)
+    assert m.columns["a"] == "ndarray:int64"
+    assert [len(r["a"]) for r in read_rows(m.url)] == [1] * 5 + [2] * 5
+    assert [n for n in os.listdir(cache_dir) if n.startswith("petastream-")] == [os.path.basename(m.url)]

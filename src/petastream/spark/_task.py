@@ -9,6 +9,7 @@ driver. A task with no rows writes nothing and reports ``sub=''``.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,11 +19,14 @@ import numpy as np
 
 from petastream.errors import EncodingError
 
-__all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER"]
+__all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER"]
 
-RESULT_SCHEMA = "partition int, sub string, samples long, shards int, bytes long, seconds double"
+RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes long, "
+                 "seconds double, encodings string")
 #: Prefix of the task error for a null value; the driver recognises it in Spark's exception.
 NULL_MARKER = "petastream-null-values"
+#: Prefix of the task error for an array length that differs from the one the task chose.
+LENGTH_MARKER = "petastream-length-changed"
 
 _NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _NS_PER_DAY = 86_400 * 1_000_000_000
@@ -54,14 +58,17 @@ class TaskWriter:
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.taskAttemptId() if ctx else 0
         sub = f"{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}"
-        columns = {p.name: p.encoding for p in self.plans}
+        plans = self.plans
         writer = None
         samples = 0
         try:
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                cols = self.convert(batch)
+                if writer is None:
+                    plans = _resolve_auto(plans, batch)
+                    columns = {p.name: p.encoding for p in plans}
+                cols = self.convert(plans, batch)
                 if writer is None:
                     writer = MDSWriter(columns=columns, out=f"{self.url}/{sub}",
                                        compression=self.compression, hashes=self.hashes,
@@ -80,17 +87,19 @@ class TaskWriter:
         yield pa.RecordBatch.from_pydict(
             {"partition": [partition], "sub": [sub if shards else ""], "samples": [samples],
              "shards": [len(shards)], "bytes": [nbytes],
-             "seconds": [time.perf_counter() - start]},
+             "seconds": [time.perf_counter() - start],
+             "encodings": [json.dumps({p.name: p.encoding for p in plans})]},
             schema=pa.schema([("partition", pa.int32()), ("sub", pa.string()),
                               ("samples", pa.int64()), ("shards", pa.int32()),
-                              ("bytes", pa.int64()), ("seconds", pa.float64())]),
+                              ("bytes", pa.int64()), ("seconds", pa.float64()),
+                              ("encodings", pa.string())]),
         )
 
-    def convert(self, batch: Any) -> dict[str, Any]:
+    def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
         """Arrow columns -> what each column's encoding takes (no per-row Python work except
         for decimal and json columns)."""
         out = {}
-        for i, plan in enumerate(self.plans):
+        for i, plan in enumerate(plans):
             arr = batch.column(i)
             if not self.fill or plan.kind in ("list", "list_fixed"):
                 _check_nulls(plan, arr)
@@ -99,6 +108,28 @@ class TaskWriter:
             except EncodingError as e:
                 raise EncodingError(f"column {plan.name!r}: {e}") from e
         return out
+
+
+def _resolve_auto(plans: list[Any], batch: Any) -> list[Any]:
+    """``array_lengths='optimistic'``: an array column whose first batch has one length n
+    (and no nulls) is written as fixed-size n, otherwise as variable-length."""
+    import pyarrow.compute as pc
+
+    from petastream.spark.schema import with_length
+
+    out = []
+    for i, p in enumerate(plans):
+        if p.kind != "list_auto":
+            out.append(p)
+            continue
+        arr = batch.column(i)
+        length = None
+        if not arr.null_count:
+            lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+            if len(lengths) and lengths.min() == lengths.max() > 0:
+                length = int(lengths[0])
+        out.append(with_length(p, length))
+    return out
 
 
 def _check_nulls(plan: Any, arr: Any) -> None:
@@ -163,7 +194,7 @@ def _list_fixed(plan: Any, arr: Any, fill: bool) -> np.ndarray:
     lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
     if len(lengths) and (lengths != n).any():
         bad = int(lengths[lengths != n][0])
-        raise EncodingError(f"expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
+        raise EncodingError(f"{LENGTH_MARKER}: expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
                             f"found one of length {bad}; the data changed since the lengths were "
                             "inferred, or pass array_lengths={column: None}")
     flat = arr.flatten().to_numpy(zero_copy_only=False)

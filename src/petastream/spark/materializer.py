@@ -15,6 +15,7 @@ name the columns.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -28,7 +29,7 @@ from petastream.mds.index import dump_index, read_index
 from petastream.mds.storage import resolve
 from petastream.spark import cache
 from petastream.spark._errors import MaterializationError
-from petastream.spark._task import NULL_MARKER, RESULT_SCHEMA, TaskWriter
+from petastream.spark._task import LENGTH_MARKER, NULL_MARKER, RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
     ColumnPlan,
     apply_fill,
@@ -37,6 +38,7 @@ from petastream.spark.schema import (
     infer_lengths,
     null_error,
     prepare,
+    with_length,
 )
 
 __all__ = ["materialize", "MaterializedDataset", "parent_cache_dir"]
@@ -111,7 +113,8 @@ def materialize(
     ``petastorm.spark.converter.parentCacheDirUrl``.
     ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard).
     ``dtype``: ``'float32'`` (Petastorm's default), ``'float64'`` or None; ``null_policy``:
-    ``'error'`` or ``'fill'``; ``array_lengths``: ``'infer'``, ``'dynamic'`` or ``{col: n}``;
+    ``'error'`` or ``'fill'``; ``array_lengths``: ``'infer'``, ``'optimistic'``, ``'dynamic'``
+    or ``{col: n}``;
     ``nested``: ``'error'`` or ``'json'`` (see :mod:`petastream.spark.schema`).
     ``reuse``: look the dataset up first (in-process, then by content key).
     ``keep_at_exit``: keep the dataset when the interpreter exits (default: delete it, as
@@ -190,6 +193,14 @@ def describe(url: str, storage_options: dict | None = None, **kwargs: Any) -> Ma
         columns=columns, storage_options=storage_options, **kwargs)
 
 
+class _Retry(Exception):
+    """The tasks chose array encodings that do not agree: write again with these plans."""
+
+    def __init__(self, plans: list[ColumnPlan], why: str):
+        super().__init__(why)
+        self.plans = plans
+
+
 def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
            size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
@@ -198,35 +209,21 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
     t0 = time.perf_counter()
     plans, nulls = infer_lengths(prepared, plans, array_lengths,
                                  count_nulls=null_policy == "error")
-    if any(p.kind in ("list", "list_fixed") for p in plans) and array_lengths == "infer":
+    if nulls is not None:
         log.info("array lengths inferred in %.2f s: %s", time.perf_counter() - t0,
                  {p.name: p.encoding for p in plans if p.kind.startswith("list")})
     if nulls and any(nulls.values()):
         raise null_error(nulls)
-    source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
-    attempt = cache.attempt_url(parent, key)
-    writer = TaskWriter(attempt, plans, compression=compression, hashes=hashes,
-                        size_limit=size_limit, fill=null_policy == "fill",
-                        storage_options=storage_options)
     job_start = time.perf_counter()
-    try:
-        rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
-        rows = sorted(rows, key=lambda r: r["partition"])
-        subs = [r["sub"] for r in rows if r["sub"]]
-        if not subs:
-            subs = [_write_empty(attempt, plans, compression, hashes, size_limit, storage_options)]
-        cache_root = resolve(attempt, storage_options)
-        shards = _merge(cache_root, subs, storage_options)
-        url, won = cache.publish(parent, key, attempt, storage_options)
-    except BaseException as e:
-        _discard(attempt, storage_options)
-        if isinstance(e, Exception) and NULL_MARKER in str(e):
-            raise _null_failure(prepared, plans, null_policy) from None
-        if isinstance(e, Exception) and not isinstance(e, MaterializationError):
-            raise MaterializationError(
-                f"materializing the DataFrame into {attempt} failed: {_task_message(e)}"
-            ) from e
-        raise
+    for _ in range(len(plans) + 1):
+        try:
+            rows, shards, url, won = _attempt(prepared, plans, parent, key, compression, hashes,
+                                              size_limit, null_policy, storage_options,
+                                              progress_interval)
+            break
+        except _Retry as retry:
+            log.info("%s; writing again with variable-length arrays there", retry)
+            plans = retry.plans
     seconds = time.perf_counter() - start
     samples = sum(r["samples"] for r in rows)
     nbytes = sum(r["bytes"] for r in rows)
@@ -239,6 +236,63 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
         return describe(url, storage_options, key=key, created=True, seconds=seconds)
     log.info("another conversion published %s first; using it (this attempt was discarded)", url)
     return describe(url, storage_options, key=key, reused=True, seconds=seconds)
+
+
+def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
+             compression: str | None, hashes: list[str] | None, size_limit: Any,
+             null_policy: str, storage_options: dict | None, progress_interval: float
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
+    """One write job into a fresh attempt directory, merged and published."""
+    source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
+    attempt = cache.attempt_url(parent, key)
+    writer = TaskWriter(attempt, plans, compression=compression, hashes=hashes,
+                        size_limit=size_limit, fill=null_policy == "fill",
+                        storage_options=storage_options)
+    try:
+        rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
+        rows = sorted(rows, key=lambda r: r["partition"])
+        _check_agreement(plans, rows)
+        subs = [r["sub"] for r in rows if r["sub"]]
+        if not subs:
+            empty = [with_length(p, None) if p.kind == "list_auto" else p for p in plans]
+            subs = [_write_empty(attempt, empty, compression, hashes, size_limit, storage_options)]
+        shards = _merge(resolve(attempt, storage_options), subs, storage_options)
+        url, won = cache.publish(parent, key, attempt, storage_options)
+    except BaseException as e:
+        _discard(attempt, storage_options)
+        if isinstance(e, _Retry):
+            raise
+        text = str(e) if isinstance(e, Exception) else ""
+        if NULL_MARKER in text:
+            raise _null_failure(prepared, plans, null_policy) from None
+        changed = re.search(r"column '([^']*)': " + LENGTH_MARKER, text)
+        if changed and any(p.name == changed.group(1) and p.kind == "list_auto" for p in plans):
+            raise _Retry([with_length(p, None) if p.name == changed.group(1) else p for p in plans],
+                         f"column {changed.group(1)!r}: array lengths vary within a task") from None
+        if isinstance(e, Exception) and not isinstance(e, MaterializationError):
+            raise MaterializationError(
+                f"materializing the DataFrame into {attempt} failed: {_task_message(e)}"
+            ) from e
+        raise
+    return rows, shards, url, won
+
+
+def _check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> None:
+    """``array_lengths='optimistic'``: every task that wrote must have chosen the same
+    encoding per array column; a column they disagree on becomes variable-length."""
+    auto = [p for p in plans if p.kind == "list_auto"]
+    if not auto:
+        return
+    chosen: dict[str, set[str]] = {p.name: set() for p in auto}
+    for row in rows:
+        if row["sub"]:
+            encodings = json.loads(row["encodings"])
+            for name in chosen:
+                chosen[name].add(encodings[name])
+    split = sorted(name for name, encs in chosen.items() if len(encs) > 1)
+    if split:
+        raise _Retry([with_length(p, None) if p.name in split else p for p in plans],
+                     f"tasks chose different array encodings for {split}")
 
 
 def _merge(root: Any, subs: list[str], storage_options: dict | None) -> list[dict[str, Any]]:
@@ -277,7 +331,7 @@ def _discard(attempt: str, storage_options: dict | None) -> None:
 def _null_failure(df: Any, plans: list[ColumnPlan], null_policy: str) -> Exception:
     nulls = count_nulls(df, plans)
     if null_policy == "fill":
-        nulls = {p.name: nulls.get(p.name, 0) for p in plans if p.kind == "list"}
+        nulls = {p.name: nulls.get(p.name, 0) for p in plans if p.kind in ("list", "list_auto")}
         bad = ", ".join(f"{k!r}: {v} row(s)" for k, v in nulls.items() if v)
         from petastream.spark._errors import NullValuesError
 

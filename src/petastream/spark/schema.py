@@ -33,9 +33,13 @@ delivers them (``datetime64[ns]`` viewed as int64); the range is therefore 1677-
 
 Array lengths: a fixed-size encoding needs one length over the whole DataFrame, known before
 any task writes (every shard of a dataset shares one column layout). ``array_lengths='infer'``
-(default) runs one small aggregate job (``min/max(size(col))``, plus null counts) before the
-write; ``'dynamic'`` skips it; a mapping ``{column: n}`` fixes lengths by hand (``None`` =
-variable). The ndarray encoding cannot store empty arrays: a column holding one is an error.
+(default) runs one aggregate job over the array columns (``min/max(size(col))`` and their null
+counts) before the write; ``'optimistic'`` lets each task pick the length of its first batch
+and the driver check that every task agreed, writing again with a variable encoding only when
+they did not (one pass when lengths are fixed, two when they vary); ``'dynamic'`` always
+writes variable-length arrays; a mapping ``{column: n}`` fixes lengths by hand (``None`` =
+variable; the other array columns are inferred). The ndarray encoding cannot store empty
+arrays: a column holding one is an error.
 
 Nulls: MDS has no null. ``null_policy='error'`` (default) fails naming the columns and their
 null counts; ``'fill'`` fills: 0 for integers, decimals, booleans (False), dates and timestamps
@@ -187,17 +191,19 @@ def infer_lengths(
     *,
     count_nulls: bool,
 ) -> tuple[list[ColumnPlan], dict[str, int] | None]:
-    """Decide fixed or variable encodings for array columns, running one aggregate job when
-    lengths must be inferred. Returns the final plans and, when the aggregate ran and
-    ``count_nulls``, the null count per column (else None)."""
+    """Decide fixed or variable encodings for array columns. ``'infer'`` runs one aggregate
+    job over the array columns only (Spark prunes the others); ``'optimistic'`` leaves them
+    to the tasks (``kind='list_auto'``). Returns the plans and, when the aggregate ran and
+    ``count_nulls``, the null counts of the array columns (else None)."""
     given: Mapping[str, int | None] = {}
     if isinstance(array_lengths, Mapping):
-        given = array_lengths
-        mode = "infer"
-    elif array_lengths in ("infer", "dynamic"):
+        given, mode = array_lengths, "infer"
+    elif array_lengths in ("infer", "dynamic", "optimistic"):
         mode = array_lengths
     else:
-        raise ValueError(f"array_lengths={array_lengths!r}: use 'infer', 'dynamic' or a mapping")
+        raise ValueError(
+            f"array_lengths={array_lengths!r}: use 'infer', 'optimistic', 'dynamic' or a mapping"
+        )
     names = {p.name for p in plans}
     unknown = set(given) - names
     if unknown:
@@ -213,14 +219,14 @@ def infer_lengths(
             c = F.col(quote(p.name))
             size = F.when(c.isNotNull(), F.size(c))
             aggs += [F.min(size).alias(f"min_{len(aggs)}"), F.max(size).alias(f"max_{len(aggs)}")]
-        if count_nulls:
-            aggs += _null_count_exprs(F, plans)
+        if count_nulls:  # only the columns read anyway; scalar nulls are caught by the tasks
+            aggs += _null_count_exprs(F, todo)
         row = df.agg(*aggs).collect()[0]
         values = list(row)
         for i, p in enumerate(todo):
             stats[p.name] = (values[2 * i], values[2 * i + 1])
         if count_nulls:
-            nulls = dict(zip([p.name for p in plans], values[2 * len(todo):]))
+            nulls = dict(zip([p.name for p in todo], values[2 * len(todo):]))
     out = []
     for p in plans:
         if p.kind != "list":
@@ -229,6 +235,9 @@ def infer_lengths(
         length: int | None
         if p.name in given:
             length = given[p.name]
+        elif mode == "optimistic":
+            out.append(ColumnPlan(p.name, p.encoding, "list_auto", None, p.elem_dtype, p.spark_type))
+            continue
         elif p.name in stats:
             lo, hi = stats[p.name]
             if lo == 0:
@@ -239,14 +248,18 @@ def infer_lengths(
             length = lo if lo is not None and lo == hi else None
         else:
             length = None
-        if length is None:
-            out.append(p)
-        else:
-            if not isinstance(length, int) or length < 1:
-                raise ValueError(f"array_lengths[{p.name!r}] = {length!r}: give a length >= 1 or None")
-            out.append(ColumnPlan(p.name, f"ndarray:{p.elem_dtype}:{length}", "list_fixed",
-                                  length, p.elem_dtype, p.spark_type))
+        out.append(with_length(p, length))
     return out, nulls
+
+
+def with_length(p: ColumnPlan, length: int | None) -> ColumnPlan:
+    """The plan of array column ``p`` with a fixed ``length``, or variable (None)."""
+    if length is None:
+        return ColumnPlan(p.name, f"ndarray:{p.elem_dtype}", "list", None, p.elem_dtype, p.spark_type)
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ValueError(f"array_lengths[{p.name!r}] = {length!r}: give a length >= 1 or None")
+    return ColumnPlan(p.name, f"ndarray:{p.elem_dtype}:{length}", "list_fixed",
+                      length, p.elem_dtype, p.spark_type)
 
 
 def _null_count_exprs(F: Any, plans: list[ColumnPlan]) -> list[Any]:
@@ -254,7 +267,7 @@ def _null_count_exprs(F: Any, plans: list[ColumnPlan]) -> list[Any]:
     for i, p in enumerate(plans):
         c = F.col(quote(p.name))
         cond = c.isNull()
-        if p.kind in ("list", "list_fixed"):
+        if p.kind in ("list", "list_fixed", "list_auto"):
             cond = cond | F.exists(c, lambda x: x.isNull())
         exprs.append(F.sum(F.when(cond, 1).otherwise(0)).alias(f"nulls_{i}"))
     return exprs
@@ -289,7 +302,7 @@ def apply_fill(df: Any, plans: list[ColumnPlan]) -> Any:
         dt = schema[p.name]
         if p.kind == "json":
             c = F.coalesce(c, F.lit("null"))
-        elif p.kind in ("list", "list_fixed"):
+        elif p.kind in ("list", "list_fixed", "list_auto"):
             elem_fill = _fill_literal(F, dt.elementType)
             c = F.transform(c, _coalesce_with(F, elem_fill))
             if p.kind == "list_fixed":
