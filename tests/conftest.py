@@ -42,3 +42,25 @@ def s3_bucket(s3_endpoint, monkeypatch):
     fs.mkdir(bucket)
     yield f"s3://{bucket}"
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+# Spark: one local session (serving Spark Connect too) for the whole run, started on first use.
+@pytest.fixture(scope="session")
+def spark():
+    from tests import spark_session
+
+    return spark_session.classic()
+
+
+@pytest.fixture(scope="session")
+def connect_port(spark):
+    from tests import spark_session
+
+    return spark_session.connect_port()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark):
+    from tests import spark_session
+
+    return spark_session.connect()

@@ -2,18 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests import spark_session
-
-
-@pytest.fixture(scope="session")
-def spark():
-    return spark_session.classic()
-
-
-@pytest.fixture(scope="session")
-def spark_connect():
-    return spark_session.connect()
-
 
 @pytest.fixture
 def converter_env(spark, tmp_path):
