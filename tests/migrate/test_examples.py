@@ -1,13 +1,12 @@
 """End to end: migrate the legacy examples (examples/legacy) and run the result on local Spark.
 
-The exact migrated sources are pinned in tests/migrate/data/legacy_migrated/. Running them
-needs petastream.compat (the converter façade); until its converter module exists these two
-tests are skipped -- remove the guard in ``_require_compat`` once it has landed.
+The exact migrated sources are pinned in tests/migrate/data/legacy_migrated/. The migrated
+scripts run against petastream.compat in a subprocess (PYSPARK_PYTHON set to this
+interpreter), on local[2] Spark, a few hundred rows and a couple of training steps.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -48,12 +47,6 @@ def test_migrated_examples_have_no_petastorm_imports_left(migrated: Path) -> Non
     assert '"petastorm.spark.converter.parentCacheDirUrl"' in (migrated / "torch_converter.py").read_text()
 
 
-def _require_compat() -> None:
-    # GUARD: petastream.compat is being built in parallel; drop this once it has landed.
-    if importlib.util.find_spec("petastream.compat.spark_dataset_converter") is None:
-        pytest.skip("petastream.compat.spark_dataset_converter does not exist yet")
-
-
 def _run_example(script: Path, cache_dir: Path, timeout: int) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
@@ -75,7 +68,6 @@ def _run_example(script: Path, cache_dir: Path, timeout: int) -> subprocess.Comp
 @pytest.mark.torch
 @pytest.mark.slow
 def test_migrated_torch_example_trains_on_local_spark(migrated: Path, tmp_path: Path) -> None:
-    _require_compat()
     pytest.importorskip("torch")
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -89,7 +81,6 @@ def test_migrated_torch_example_trains_on_local_spark(migrated: Path, tmp_path: 
 @pytest.mark.tf
 @pytest.mark.slow
 def test_migrated_tf_example_trains_on_local_spark(migrated: Path, tmp_path: Path) -> None:
-    _require_compat()
     pytest.importorskip("tensorflow")
     cache = tmp_path / "cache"
     cache.mkdir()

@@ -348,3 +348,14 @@ def test_crlf_line_endings_are_kept() -> None:
     source = "import petastorm\r\nc = petastorm.spark.make_spark_converter(df)\r\n"
     result = migrate(source)
     assert result.code == "import petastream.compat\r\nc = petastream.compat.make_spark_converter(df)\r\n"
+
+
+def test_bare_use_of_the_package_keeps_the_import() -> None:
+    result = assert_migrates(
+        "import petastorm\nc = petastorm.spark.make_spark_converter(df)\nprint(petastorm.__version__)\ndel petastorm\n",
+        "import petastorm\nimport petastream.compat\nc = petastream.compat.make_spark_converter(df)\n"
+        "print(petastorm.__version__)\ndel petastorm\n",
+        ["unsupported-use", "unsupported-use"],
+    )
+    assert result.items[0].message == "petastorm.__version__ is not provided by petastream.compat"
+    assert result.items[1].message == "the petastorm package itself is used here (not one of its names)"

@@ -86,7 +86,7 @@ def test_todo_comments_mark_each_item_once() -> None:
         def load(url):
             import petastorm
             try:
-                # TODO(petastream): petastorm.make_batch_reader is not provided by petastream.compat; for Parquet data use make_spark_converter(spark.read.parquet(url)) and converter.make_torch_dataloader()/make_tf_dataset(); read an MDS dataset with petastream.open(url)
+                # TODO(petastream): petastorm.make_batch_reader is not provided by petastream.compat; for Parquet data use make_spark_converter(spark.read.parquet(url)) and converter.make_torch_dataloader()/make_tf_dataset(); petastream.compat.make_batch_reader reads only what a converter materialized (converter.file_urls); read other MDS data with petastream.open(url)
                 return petastorm.make_batch_reader(url)
             # TODO(petastream): petastorm.NoDataAvailableError is not provided by petastream.compat; catch petastream.PetastreamError instead (or drop the handler)
             except petastorm.NoDataAvailableError:

@@ -22,6 +22,7 @@ from libcst.metadata import ImportAssignment, Scope
 
 from .edits import full_name, local_name
 from .mapping import PETASTORM_MODULES, is_petastorm_path
+from .tree import Tree
 
 __all__ = ["Binding", "Use", "StarImport", "find_bindings"]
 
@@ -73,40 +74,35 @@ class StarImport:
 
 
 def find_bindings(
-    module: cst.Module, scopes: Mapping[cst.CSTNode, Scope | None], parents: Mapping[cst.CSTNode, cst.CSTNode]
+    tree: Tree, scopes: Mapping[cst.CSTNode, Scope | None]
 ) -> tuple[list[Binding], list[StarImport]]:
-    bindings, stars = _collect_imports(module)
-    _attach_uses(bindings, scopes, parents)
+    bindings, stars = _collect_imports(tree)
+    _attach_uses(bindings, scopes, tree.parents)
     return bindings, stars
 
 
-def _collect_imports(module: cst.Module) -> tuple[list[Binding], list[StarImport]]:
+def _collect_imports(tree: Tree) -> tuple[list[Binding], list[StarImport]]:
     found: list[Binding] = []
     stars: list[StarImport] = []
-
-    class Collector(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
+    for node in tree.of_type(cst.Import, cst.ImportFrom):
+        if isinstance(node, cst.Import):
             for alias in node.names:
                 imported = full_name(alias.name) or ""
                 if is_petastorm_path(imported):
                     path = imported if alias.asname is not None else imported.split(".")[0]
                     found.append(Binding(local_name(alias), path, imported, True, node, alias))
-            return False
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            source = full_name(node.module)
-            if node.relative or source is None or not is_petastorm_path(source):
-                return False
-            if isinstance(node.names, cst.ImportStar):
-                stars.append(StarImport(source, node))
-                return False
-            for alias in node.names:
-                path = f"{source}.{full_name(alias.name)}"
-                is_module = path in PETASTORM_MODULES
-                found.append(Binding(local_name(alias), path, path, is_module, node, alias))
-            return False
-
-    module.visit(Collector())
+            continue
+        assert isinstance(node, cst.ImportFrom)
+        source = full_name(node.module)
+        if node.relative or source is None or not is_petastorm_path(source):
+            continue
+        if isinstance(node.names, cst.ImportStar):
+            stars.append(StarImport(source, node))
+            continue
+        for alias in node.names:
+            path = f"{source}.{full_name(alias.name)}"
+            is_module = path in PETASTORM_MODULES
+            found.append(Binding(local_name(alias), path, path, is_module, node, alias))
     return found, stars
 
 

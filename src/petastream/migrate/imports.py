@@ -34,6 +34,7 @@ from .edits import (
 )
 from .mapping import Resolved, Unsupported, resolve, suggestion_for
 from .plan import Finding, Plan
+from .tree import Tree
 
 __all__ = ["plan_imports"]
 
@@ -45,15 +46,11 @@ class _Decision:
     needed: list[str] = field(default_factory=list)  # modules to `import` next to the statement
 
 
-def plan_imports(
-    module: cst.Module,
-    bindings: Sequence[Binding],
-    stars: Sequence[StarImport],
-    parents: Mapping[cst.CSTNode, cst.CSTNode],
-) -> Plan:
+def plan_imports(tree: Tree, bindings: Sequence[Binding], stars: Sequence[StarImport]) -> Plan:
     plan = Plan()
+    parents = tree.parents
     decisions = {id(b): _decide(b, plan) for b in bindings}
-    emitted = _existing_imports(module, parents)
+    emitted = _existing_imports(tree)
     for statement in _in_order(b.statement for b in bindings):
         mine = [b for b in bindings if b.statement is statement]
         replacement = _rebuild(statement, mine, decisions, emitted, parents)
@@ -168,6 +165,13 @@ def _unsupported_use(use: Use, result: Unsupported | None) -> Finding:
             "a string annotation refers to a petastorm import",
             "write the annotation against petastream.compat by hand",
         )
+    if result.path == "petastorm":
+        return Finding(
+            use.node,
+            "unsupported-use",
+            "the petastorm package itself is used here (not one of its names)",
+            "use petastream.compat instead, or drop this use",
+        )
     return Finding(use.node, "unsupported-use", result.message, result.suggestion)
 
 
@@ -246,22 +250,15 @@ def _rebuild_import_from(
     return out
 
 
-def _existing_imports(
-    module: cst.Module, parents: Mapping[cst.CSTNode, cst.CSTNode]
-) -> dict[tuple[int, str], bool]:
+def _existing_imports(tree: Tree) -> dict[tuple[int, str], bool]:
     """(statement list, module) for every plain ``import petastream...`` already there."""
     found: dict[tuple[int, str], bool] = {}
-
-    class Finder(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
-            block = id(parents.get(parents.get(node)))
-            for alias in node.names:
-                name = full_name(alias.name) or ""
-                if alias.asname is None and name.startswith("petastream"):
-                    found[(block, name)] = True
-            return False
-
-    module.visit(Finder())
+    for node in tree.of_type(cst.Import):
+        block = id(tree.parents.get(tree.parents.get(node)))
+        for alias in cst.ensure_type(node, cst.Import).names:
+            name = full_name(alias.name) or ""
+            if alias.asname is None and name.startswith("petastream"):
+                found[(block, name)] = True
     return found
 
 

@@ -25,7 +25,10 @@ _PYTORCH = f"{COMPAT}.pytorch"
 
 # Module globals of petastorm.spark.spark_dataset_converter that petastream.compat's mirror
 # keeps (spec §1.2, §1.4-1.8): public API, the module globals tests patch or read, and the
-# private helpers that users and tests import directly.
+# private helpers that users and tests import directly. Not here because compat has no
+# equivalent (MDS, not Parquet): vector_to_array, _get_df_plan, _convert_precision,
+# _convert_vector, _gen_cache_dir_name -- uses of those are reported.
+# tests/migrate/test_mapping.py checks every name below against the compat modules.
 _SDC_NAMES = (
     "make_spark_converter",
     "SparkDatasetConverter",
@@ -35,7 +38,6 @@ _SDC_NAMES = (
     "register_delete_dir_handler",
     "DEFAULT_ROW_GROUP_SIZE_BYTES",
     "make_batch_reader",
-    "vector_to_array",
     "logger",
     "_FILE_AVAILABILITY_WAIT_TIMEOUT_SECS",
     "_parent_cache_dir_url",
@@ -55,11 +57,7 @@ _SDC_NAMES = (
     "_check_dataset_file_median_size",
     "_cache_df_or_retrieve_cache_data_url",
     "_remove_cache_metadata_and_data",
-    "_get_df_plan",
     "_is_spark_local_mode",
-    "_convert_precision",
-    "_convert_vector",
-    "_gen_cache_dir_name",
     "_materialize_df",
     "_delete_cache_data_atexit",
 )
@@ -143,8 +141,9 @@ _SUGGESTIONS: dict[str, str] = {
     ),
     "petastorm.make_batch_reader": (
         "for Parquet data use make_spark_converter(spark.read.parquet(url)) and "
-        "converter.make_torch_dataloader()/make_tf_dataset(); read an MDS dataset with "
-        "petastream.open(url)"
+        "converter.make_torch_dataloader()/make_tf_dataset(); petastream.compat.make_batch_reader "
+        "reads only what a converter materialized (converter.file_urls); read other MDS data "
+        "with petastream.open(url)"
     ),
     "petastorm.NoDataAvailableError": (
         "catch petastream.PetastreamError instead (or drop the handler)"

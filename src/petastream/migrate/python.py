@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from .bindings import find_bindings
 from .imports import plan_imports
@@ -21,6 +21,7 @@ from .plan import Finding, Plan
 from .report import ManualItem
 from .strings import plan_strings
 from .todo import add_comments, anchor_for, comments_above
+from .tree import Tree, index_tree
 
 __all__ = ["PythonResult", "migrate_python", "might_need_migration", "describe_parse_error"]
 
@@ -54,20 +55,35 @@ def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
     wrapper = MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
     module = wrapper.module
     scopes = wrapper.resolve(ScopeProvider)
-    parents = wrapper.resolve(ParentNodeProvider)
-    positions = wrapper.resolve(PositionProvider)
-    bindings, stars = find_bindings(module, scopes, parents)
-    plan = plan_imports(module, bindings, stars, parents).merge(plan_strings(module))
-    items = [_item(f, positions) for f in plan.findings]
+    tree = index_tree(module)
+    bindings, stars = find_bindings(tree, scopes)
+    plan = plan_imports(tree, bindings, stars).merge(plan_strings(tree))
+    items: list[ManualItem] = []
     comments: dict[cst.CSTNode, list[str]] = {}
+    if plan.findings:  # positions cost a codegen pass: only when something is reported
+        positions = wrapper.resolve(PositionProvider)
+        items = [_item(f, positions) for f in plan.findings]
     if todo:
         for finding, item in zip(plan.findings, items, strict=True):
-            anchor = anchor_for(finding.node, parents)
+            anchor = anchor_for(finding.node, tree.parents)
             if anchor is not None and item.todo_comment not in comments_above(anchor, module):
                 comments.setdefault(anchor, []).append(item.todo_comment)
-    new = module.visit(_Apply(plan, comments)) if plan.statements or plan.expressions or comments else module
+    targets = [*plan.statements, *plan.expressions, *comments]
+    if targets:
+        module = module.visit(_Apply(plan, comments, _ancestors(targets, tree)))
     items.sort(key=lambda i: (i.line, i.column, i.code))
-    return PythonResult(new.code, items)
+    return PythonResult(module.code, items)
+
+
+def _ancestors(targets: list[cst.CSTNode], tree: Tree) -> set[cst.CSTNode]:
+    """Every node with a target below it: the only subtrees the apply pass has to enter."""
+    found: set[cst.CSTNode] = set()
+    for target in targets:
+        for node in tree.ancestors(target):
+            if node in found:
+                break
+            found.add(node)
+    return found
 
 
 def _item(finding: Finding, positions: Mapping[cst.CSTNode, Any]) -> ManualItem:
@@ -86,10 +102,19 @@ def _item(finding: Finding, positions: Mapping[cst.CSTNode, Any]) -> ManualItem:
 class _Apply(cst.CSTTransformer):
     """Replace planned nodes, expand planned import statements, add TODO comments."""
 
-    def __init__(self, plan: Plan, comments: Mapping[cst.CSTNode, Sequence[str]]) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        comments: Mapping[cst.CSTNode, Sequence[str]],
+        enter: set[cst.CSTNode],
+    ) -> None:
         super().__init__()
         self._plan = plan
         self._comments = comments
+        self._enter = enter
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node in self._enter and super().on_visit(node)
 
     def on_leave(self, original_node: Any, updated_node: Any) -> Any:
         result = super().on_leave(original_node, updated_node)

@@ -19,6 +19,7 @@ import libcst as cst
 from .edits import full_name, string_with
 from .mapping import Resolved, is_petastorm_path, resolve
 from .plan import Finding, Plan
+from .tree import Tree
 
 __all__ = ["plan_strings"]
 
@@ -27,28 +28,23 @@ _MONKEYPATCH_METHODS = ("setattr", "delattr")
 _CONF_CONSTANT_NAME = "SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF"
 
 
-def plan_strings(module: cst.Module) -> Plan:
+def plan_strings(tree: Tree) -> Plan:
     plan = Plan()
-
-    class Visitor(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
+    for node in tree.of_type(cst.Call, cst.SimpleString):
+        if isinstance(node, cst.Call):
             target = _target_argument(node)
             if target is not None:
                 _plan_target(target, plan)
-
-        def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            if node.evaluated_value == _CONF_CONSTANT_NAME:
-                plan.findings.append(
-                    Finding(
-                        node,
-                        "conf-key-bug",
-                        f"the string '{_CONF_CONSTANT_NAME}' is the constant's name, not the "
-                        "conf key, so the cache directory is never configured",
-                        "use SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF without quotes",
-                    )
+        elif cst.ensure_type(node, cst.SimpleString).evaluated_value == _CONF_CONSTANT_NAME:
+            plan.findings.append(
+                Finding(
+                    node,
+                    "conf-key-bug",
+                    f"the string '{_CONF_CONSTANT_NAME}' is the constant's name, not the conf "
+                    "key, so the cache directory is never configured",
+                    "use SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF without quotes",
                 )
-
-    module.visit(Visitor())
+            )
     return plan
 
 
