@@ -9,6 +9,7 @@ from benchmarks.harness import report, save
 
 BENCHMARKS = {
     "mds_decode": ("benchmarks.mds_decode", "floor: np.frombuffer in memory"),
+    "materialize": ("benchmarks.materialize", "spark df.write.parquet (snappy)"),
     "torch_epoch": ("benchmarks.torch_epoch", "floor: numpy perm+gather+from_numpy"),
 }
 
