@@ -46,7 +46,8 @@ from urllib.parse import unquote
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["PARENT_CONF", "PETASTORM_PARENT_CONF", "content_key", "find_complete", "publish",
-           "attempt_url", "final_url", "delete_dataset", "register_atexit", "Registry"]
+           "attempt_url", "final_url", "delete_dataset", "register_atexit", "unregister_atexit",
+           "Registry"]
 
 log = logging.getLogger("petastream.spark")
 
@@ -211,15 +212,36 @@ def delete_dataset(url: str, storage_options: dict | None = None) -> None:
     loc.delete_tree()
 
 
-def _delete_at_exit(url: str, storage_options: dict | None) -> None:
-    try:
-        delete_dataset(url, storage_options)
-    except Exception as e:  # best effort at interpreter exit
-        log.warning("Delete cache data %s failed due to %r", url, e)
+_AT_EXIT: dict[str, dict | None] = {}
+_AT_EXIT_LOCK = threading.Lock()
+
+
+def _delete_at_exit() -> None:
+    with _AT_EXIT_LOCK:
+        pending = list(_AT_EXIT.items())
+        _AT_EXIT.clear()
+    for url, storage_options in pending:
+        try:
+            delete_dataset(url, storage_options)
+        except Exception as e:  # best effort at interpreter exit
+            log.warning("Delete cache data %s failed due to %r", url, e)
 
 
 def register_atexit(url: str, storage_options: dict | None) -> None:
-    atexit.register(_delete_at_exit, url, storage_options)
+    """Delete ``url`` when the interpreter exits (one handler for all; see :func:`unregister_atexit`)."""
+    with _AT_EXIT_LOCK:
+        if not _AT_EXIT_REGISTERED:
+            atexit.register(_delete_at_exit)
+            _AT_EXIT_REGISTERED.append(True)
+        _AT_EXIT[url] = storage_options
+
+
+def unregister_atexit(url: str) -> None:
+    with _AT_EXIT_LOCK:
+        _AT_EXIT.pop(url, None)
+
+
+_AT_EXIT_REGISTERED: list[bool] = []
 
 
 def is_complete(url: str, storage_options: dict | None = None) -> bool:

@@ -84,6 +84,7 @@ class MaterializedDataset:
     def delete(self) -> None:
         """Forget it in the in-process de-dup and delete its directory."""
         _REGISTRY.forget(self.url)
+        cache.unregister_atexit(self.url)
         cache.delete_dataset(self.url, self.storage_options)
 
 
