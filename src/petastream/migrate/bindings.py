@@ -92,7 +92,7 @@ def _collect_imports(tree: Tree) -> tuple[list[Binding], list[StarImport]]:
                     path = imported if alias.asname is not None else imported.split(".")[0]
                     found.append(Binding(local_name(alias), path, imported, True, node, alias))
             continue
-        assert isinstance(node, cst.ImportFrom)
+        node = cst.ensure_type(node, cst.ImportFrom)
         source = full_name(node.module)
         if node.relative or source is None or not is_petastorm_path(source):
             continue
@@ -111,7 +111,7 @@ def _attach_uses(
     scopes: Mapping[cst.CSTNode, Scope | None],
     parents: Mapping[cst.CSTNode, cst.CSTNode],
 ) -> None:
-    by_key = {(b.statement, b.name): b for b in bindings}
+    by_key: dict[tuple[cst.CSTNode, str], Binding] = {(b.statement, b.name): b for b in bindings}
     names = {b.name for b in bindings}
     seen: set[int] = set()
     for access_scope, node, name, string_attrs in _accesses(scopes, names):
@@ -141,14 +141,14 @@ def _accesses(
     """(scope, leftmost name node or string annotation, name, attrs in the string) per access."""
     for scope in {s for s in scopes.values() if s is not None}:
         for access in scope.accesses:
-            node = access.node
-            if isinstance(node, cst.BaseString):
-                yield from _string_annotation(scope, node, names)
+            if isinstance(access.node, cst.BaseString):
+                yield from _string_annotation(scope, access.node, names)
                 continue
-            while isinstance(node, cst.Attribute):
-                node = node.value
-            if isinstance(node, cst.Name) and node.value in names:
-                yield scope, node, node.value, ()
+            base: cst.BaseExpression = access.node
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value in names:
+                yield scope, base, base.value, ()
 
 
 def _string_annotation(

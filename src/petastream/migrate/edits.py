@@ -107,7 +107,7 @@ def _one_per_line(
     opening: cst.ParenthesizedWhitespace,
 ) -> list[cst.ImportAlias]:
     indent = opening.last_line
-    original = list(cst.ensure_type(statement.names, Sequence))
+    original = [] if isinstance(statement.names, cst.ImportStar) else list(statement.names)
     out = []
     for i, alias in enumerate(aliases):
         last = i == len(aliases) - 1

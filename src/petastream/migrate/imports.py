@@ -198,7 +198,7 @@ def _rebuild(
     by_alias = {id(b.alias): decisions[id(b)] for b in bindings}
     if all(d.action == "keep" and not d.needed for d in by_alias.values()):
         return None
-    block = id(parents.get(parents.get(statement)))  # the statement list it sits in
+    block = _block(statement, parents)
     needed: list[str] = []
     for d in by_alias.values():
         for m in d.needed:
@@ -206,11 +206,18 @@ def _rebuild(
                 needed.append(m)
     for m in needed:
         emitted[(block, m)] = True
+    head: list[cst.BaseSmallStatement] = []
     if isinstance(statement, cst.Import):
-        head = _rebuild_import(statement, by_alias)
+        head += _rebuild_import(statement, by_alias)
     else:
-        head = _rebuild_import_from(statement, by_alias)
+        head += _rebuild_import_from(statement, by_alias)
     return [*head, *(make_import(m) for m in sorted(needed))]
+
+
+def _block(statement: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> int:
+    """Identity of the statement list an import statement sits in (its line's parent)."""
+    line = parents.get(statement)
+    return id(parents.get(line) if line is not None else None)
 
 
 def _rebuild_import(statement: cst.Import, decisions: dict[int, _Decision]) -> list[cst.Import]:
@@ -231,7 +238,9 @@ def _rebuild_import(statement: cst.Import, decisions: dict[int, _Decision]) -> l
 def _rebuild_import_from(
     statement: cst.ImportFrom, decisions: dict[int, _Decision]
 ) -> list[cst.ImportFrom]:
-    aliases = list(cst.ensure_type(statement.names, Sequence))
+    if isinstance(statement.names, cst.ImportStar):
+        return [statement]
+    aliases = list(statement.names)
     kept: list[cst.ImportAlias] = []
     groups: dict[str, list[cst.ImportAlias]] = {}
     for alias in aliases:
@@ -254,7 +263,7 @@ def _existing_imports(tree: Tree) -> dict[tuple[int, str], bool]:
     """(statement list, module) for every plain ``import petastream...`` already there."""
     found: dict[tuple[int, str], bool] = {}
     for node in tree.of_type(cst.Import):
-        block = id(tree.parents.get(tree.parents.get(node)))
+        block = _block(node, tree.parents)
         for alias in cst.ensure_type(node, cst.Import).names:
             name = full_name(alias.name) or ""
             if alias.asname is None and name.startswith("petastream"):
