@@ -304,3 +304,17 @@ def test_spark_connect_dataframe(spark, spark_connect, converter_env):
         batch = next(iter(loader))
     assert sorted(batch["id"].tolist()) == list(range(30)) and batch["x"].dtype == torch.float32
     np.testing.assert_allclose(sorted(batch["x"].tolist()), np.arange(30) * 2.0)
+
+
+def test_petastorm_dataframe_helpers_stay_importable(spark, caplog):
+    from pyspark.ml.linalg import Vectors
+
+    df = spark.createDataFrame([(Vectors.dense([1.0, 2.0]), 1.5, [0.5])], ["v", "x", "a"])
+    out = sdc._convert_vector(df, "float32")
+    assert out.schema["v"].dataType.simpleString() == "array<float>"
+    with caplog.at_level(logging.WARNING):
+        out = sdc._convert_precision(out, "float32")
+    assert "Converting floating-point columns to float32" in caplog.text
+    assert out.schema["x"].dataType.simpleString() == "float"
+    assert out.schema["a"].dataType.simpleString() == "array<float>"
+    assert "Range" in sdc._get_df_plan(spark.range(3)) and "-appid-" in sdc._gen_cache_dir_name()
