@@ -258,6 +258,7 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
             empty = [with_length(p, None) if p.kind == "list_auto" else p for p in plans]
             subs = [_write_empty(attempt, empty, compression, hashes, size_limit, storage_options)]
         shards = _merge(resolve(attempt, storage_options), subs, storage_options)
+        _sweep(attempt, subs, storage_options)
         url, won = cache.publish(parent, key, attempt, storage_options)
     except BaseException as e:
         _discard(attempt, storage_options)
@@ -276,6 +277,19 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
             ) from e
         raise
     return rows, shards, url, won
+
+
+def _sweep(attempt: str, subs: list[str], storage_options: dict | None) -> None:
+    """Delete what failed or speculative task attempts left beside the reported sub-dirs
+    (not in the index, so only wasted space)."""
+    root = resolve(attempt, storage_options)
+    keep = set(subs) | {"index.json"}
+    for name in root.listdir():
+        if name not in keep and not name.startswith("index.json"):
+            try:
+                root.child(name).delete_tree()
+            except OSError as e:
+                log.debug("could not delete leftover %s: %r", root.child_url(name), e)
 
 
 def _check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> None:
