@@ -40,7 +40,7 @@ def test_resolved(path: str, new: str, consumed: int) -> None:
         ("petastorm.spark.converter.parentCacheDirUrl", "petastorm.spark.converter"),
         ("petastorm.transform", "petastorm.transform"),
         ("petastorm.etl.dataset_metadata.materialize_dataset", "petastorm.etl.dataset_metadata.materialize_dataset"),
-        ("petastorm.spark.spark_dataset_converter._convert_vector", "petastorm.spark.spark_dataset_converter._convert_vector"),
+        ("petastorm.spark.spark_dataset_converter._no_such_helper", "petastorm.spark.spark_dataset_converter._no_such_helper"),
         ("petastorm.unknown.thing", "petastorm.unknown"),
     ],
 )

@@ -25,9 +25,7 @@ _PYTORCH = f"{COMPAT}.pytorch"
 
 # Module globals of petastorm.spark.spark_dataset_converter that petastream.compat's mirror
 # keeps (spec §1.2, §1.4-1.8): public API, the module globals tests patch or read, and the
-# private helpers that users and tests import directly. Not here because compat has no
-# equivalent (MDS, not Parquet): vector_to_array, _get_df_plan, _convert_precision,
-# _convert_vector, _gen_cache_dir_name -- uses of those are reported.
+# private helpers that users and tests import directly.
 # tests/migrate/test_mapping.py checks every name below against the compat modules.
 _SDC_NAMES = (
     "make_spark_converter",
@@ -60,6 +58,11 @@ _SDC_NAMES = (
     "_is_spark_local_mode",
     "_materialize_df",
     "_delete_cache_data_atexit",
+    "vector_to_array",
+    "_get_df_plan",
+    "_convert_precision",
+    "_convert_vector",
+    "_gen_cache_dir_name",
 )
 _PYTORCH_NAMES = ("DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate")
 
