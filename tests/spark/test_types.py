@@ -267,3 +267,16 @@ def test_optimistic_length_change_within_a_task(spark, cache_dir):
     assert m.columns["a"] == "ndarray:int64"
     assert [len(r["a"]) for r in read_rows(m.url)] == [1] * 5 + [2] * 5
     assert [n for n in os.listdir(cache_dir) if n.startswith("petastream-")] == [os.path.basename(m.url)]
+
+
+def test_column_names_with_dots_spaces_and_backticks(spark, cache_dir):
+    df = spark.range(3).selectExpr("id", "id * 2 as `a.b c`", "array(id, id) as `we``ird`")
+    m = materialize(df, cache_dir)
+    assert m.columns == {"id": "int64", "a.b c": "int64", "we`ird": "ndarray:int64:2"}
+    assert [int(r["a.b c"]) for r in read_rows(m.url)] == [0, 2, 4]
+
+
+def test_duplicate_column_names_are_an_error(spark, cache_dir):
+    a = spark.range(3)
+    with pytest.raises(ValueError, match=r"duplicate column names \['id'\]"):
+        materialize(a.join(spark.range(3), a.id == a.id), cache_dir)

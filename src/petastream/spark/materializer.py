@@ -245,6 +245,9 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
     """One write job into a fresh attempt directory, merged and published."""
     source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
+    # Positional names: mapInArrow resolves each column by name, which breaks on names with
+    # dots; the tasks take columns by position anyway.
+    source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
     attempt = cache.attempt_url(parent, key)
     writer = TaskWriter(attempt, plans, compression=compression, hashes=hashes,
                         size_limit=size_limit, fill=null_policy == "fill",

@@ -22,6 +22,7 @@ timestamp_ntz                               ``int64``                    ns sinc
 array<numeric or boolean>, one length n     ``ndarray:<dtype>:<n>``      fixed size (fast path)
 array<numeric or boolean>, lengths vary     ``ndarray:<dtype>``          1-D arrays
 ML / MLlib vector                           as ``array<float|double>``   ``vector_to_array`` first
+                                                                         (double if dtype=None)
 array<string>                               ``json``                     list of str
 struct / map / other arrays                 error, or ``json`` with      dict / list
                                             ``nested='json'``
@@ -125,6 +126,11 @@ def prepare(df: Any, *, dtype: str | None, nested: str) -> tuple[Any, list[Colum
     if nested not in ("error", "json"):
         raise ValueError(f"nested={nested!r}: use 'error' or 'json'")
     F, vector_to_array = _functions(df)
+    names = [f.name for f in df.schema.fields]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"the DataFrame has duplicate column names {dupes}; an MDS dataset "
+                         "needs unique names: rename or drop them (e.g. after a join)")
     exprs, plans = [], []
     for field in df.schema.fields:
         name, dt = field.name, field.dataType
