@@ -15,7 +15,11 @@ DataFrame reads files (``df.inputFiles()``), and the options. An unchanged DataF
 by a new process or session therefore finds the dataset. Plans whose result cannot be pinned
 down that way (RDD-backed DataFrames, sources other than files that can change under the same
 plan) get a key of their own per conversion: no cross-process reuse, only the in-process de-dup
-by ``sameSemantics`` (Petastorm's).
+by ``sameSemantics`` (Petastorm's). Local rows (``LocalRelation``, e.g. Connect's
+``createDataFrame``) are not printed in the plan; the key then also takes
+``df.semanticHash()`` (32 bits, stable across processes on Connect). A changed source that
+keeps its files' names, sizes and modification times (or a non-file source inside a plan that
+also reads files) is not detected: pass ``reuse=False`` for such inputs.
 
 Publishing. Every conversion writes into its own attempt directory and merges the partial
 indexes into ``<attempt>/index.json``. Local: the attempt directory is renamed to
@@ -59,7 +63,6 @@ _TMP_PREFIX = ".petastream-tmp-"
 # Leaves whose data the plan text does not pin down.
 _UNPINNED_LEAVES = ("LogicalRDD", "ExternalRDD", "InMemoryRelation", "StreamingRelation")
 _EXPR_ID = re.compile(r"#\d+L?")
-_PROCESS_TOKEN = uuid.uuid4().hex
 
 
 def final_url(parent: str, key: str) -> str:

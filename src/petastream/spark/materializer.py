@@ -145,6 +145,8 @@ def materialize(
             url = _REGISTRY.lookup(df, parent, options)
             if url is not None:
                 log.info("reusing %s (same DataFrame plan and options in this process)", url)
+                if keep_at_exit:
+                    cache.unregister_atexit(url)
                 return describe(url, storage_options, reused=True,
                                 seconds=time.perf_counter() - start)
         key, pinned = cache.content_key(df, options, storage_options=storage_options)
@@ -152,6 +154,8 @@ def materialize(
             url = cache.find_complete(parent, key, storage_options)
             if url is not None:
                 log.info("reusing the complete dataset %s (same content key)", url)
+                if keep_at_exit:
+                    cache.unregister_atexit(url)
                 _REGISTRY.add(df, parent, options, url)
                 return describe(url, storage_options, key=key, reused=True,
                                 seconds=time.perf_counter() - start)
