@@ -318,3 +318,30 @@ def test_petastorm_dataframe_helpers_stay_importable(spark, caplog):
     assert out.schema["x"].dataType.simpleString() == "float"
     assert out.schema["a"].dataType.simpleString() == "array<float>"
     assert "Range" in sdc._get_df_plan(spark.range(3)) and "-appid-" in sdc._gen_cache_dir_name()
+
+
+def test_keep_cache_conf_lets_a_new_session_reuse_the_dataset(spark, converter_env, tmp_path):
+    """keepCacheAtExit=true: the dataset outlives its process and an unchanged, file-backed
+    DataFrame converted again later is not materialized again."""
+    source = str(tmp_path / "src")
+    spark.range(40).write.parquet("file:" + source)
+    out = tmp_path / "url.txt"
+    script = textwrap.dedent(f"""
+        import os, sys
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        from pyspark.sql import SparkSession
+        from petastream.compat import make_spark_converter, SparkDatasetConverter
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, {converter_env!r})
+        spark.conf.set("petastream.spark.converter.keepCacheAtExit", "true")
+        conv = make_spark_converter(spark.read.parquet({"file:" + source!r}))
+        open({str(out)!r}, "w").write(conv.cache_dir_url)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=180)
+    url = out.read_text()
+    assert os.path.exists(os.path.join(_local(url), "index.json"))  # kept at exit
+    from petastream.spark import materialize
+
+    again = materialize(spark.read.parquet("file:" + source), converter_env, size_limit=sdc.DEFAULT_ROW_GROUP_SIZE_BYTES)
+    assert again.reused and again.url == url
+    assert make_spark_converter(spark.read.parquet("file:" + source)).cache_dir_url == url
