@@ -97,7 +97,7 @@ def materialize(
     size_limit: int | str | None = 1 << 26,
     dtype: str | None = "float32",
     null_policy: str = "error",
-    array_lengths: str | Mapping[str, int | None] = "optimistic",
+    array_lengths: str | Mapping[str, int | None] = "infer",
     nested: str = "error",
     reuse: bool = True,
     keep_at_exit: bool = False,

@@ -34,9 +34,8 @@ delivers them (``datetime64[ns]`` viewed as int64); the range is therefore 1677-
 
 Array lengths: a fixed-size encoding needs one length over the whole DataFrame, known before
 any task writes (every shard of a dataset shares one column layout). ``array_lengths='infer'``
-runs one aggregate job over the array columns (``min/max(size(col))`` and their null
-counts) before the write; ``'optimistic'`` (default: one pass over the data in the common
-case) lets each task pick the length of its first batch
+(default) runs one aggregate job over the array columns (``min/max(size(col))`` and their null
+counts) before the write; ``'optimistic'`` lets each task pick the length of its first batch
 and the driver check that every task agreed, writing again with a variable encoding only when
 they did not (one pass when lengths are fixed, two when they vary); ``'dynamic'`` always
 writes variable-length arrays; a mapping ``{column: n}`` fixes lengths by hand (``None`` =
