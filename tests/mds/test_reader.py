@@ -135,6 +135,10 @@ def test_missing_index(tmp_path):
     os.remove(path / "index.json")
     with pytest.raises(IncompleteDatasetError, match="no index.json: its write did not finish"):
         petastream.open(str(path))
+    merged = _copy_fixture("merged", tmp_path)
+    os.remove(merged / "index.json")  # partial datasets in sub-directories, never merged
+    with pytest.raises(IncompleteDatasetError, match="its write did not finish"):
+        petastream.open(str(merged))
 
 
 def test_bad_index_version(tmp_path):

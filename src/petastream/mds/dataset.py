@@ -277,7 +277,12 @@ def _missing_index(loc: Location) -> Exception:
     from petastream.errors import IncompleteDatasetError
 
     names = loc.listdir()
-    if any(n.startswith("shard.") for n in names):
+    # Shards at the top, or partial datasets one level down (a merged write that never merged).
+    partial = any(n.startswith("shard.") for n in names) or any(
+        loc.child(n).exists("index.json") or any(m.startswith("shard.") for m in loc.child(n).listdir())
+        for n in names if not n.startswith(".") and loc.child(n).isdir()
+    )
+    if partial:
         return IncompleteDatasetError(
             f"{loc.url} has shard files but no index.json: its write did not finish. "
             "Write it again (or merge its partial indexes with petastream.merge_index)"
