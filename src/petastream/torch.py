@@ -25,11 +25,10 @@ import numpy as np
 import torch
 
 from petastream.loader import BatchLoader
+from petastream.mds.columns import widen_unsigned
 from petastream.mds.ndarray import Ragged
 
 __all__ = ["TorchLoader", "loader", "to_torch"]
-
-_WIDEN = {np.dtype("uint16"): np.int32, np.dtype("uint32"): np.int64, np.dtype("uint64"): np.int64}
 
 
 def to_torch(col: Any) -> Any:
@@ -39,8 +38,7 @@ def to_torch(col: Any) -> Any:
     if isinstance(col, np.ndarray):
         if col.dtype == object:
             return list(col)
-        if col.dtype in _WIDEN:
-            col = col.astype(_WIDEN[col.dtype])
+        col = col.astype(widen_unsigned(col.dtype), copy=False)
         # Packed-record views are unaligned and strided: one contiguous copy per batch.
         return torch.from_numpy(np.ascontiguousarray(col))
     return col

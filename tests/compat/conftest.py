@@ -17,3 +17,12 @@ def converter_env(spark, tmp_path):
     sdc._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS = 2
     yield url
     sdc._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS = old
+
+
+@pytest.fixture
+def primitive_df(spark):
+    """Petastorm's test_primitive DataFrame: one column of every primitive type, two rows."""
+    schema = ("bool_col boolean, float_col float, double_col double, short_col short, int_col int, "
+              "long_col long, byte_col byte, str_col string, bin_col binary")
+    rows = [(True, 0.5, 1.5, 1, 2, 3, 4, "a", b"\x01"), (False, -0.5, -1.5, -1, -2, -3, -4, "héllo", b"")]
+    return spark.createDataFrame(rows, schema).coalesce(1)

@@ -11,28 +11,8 @@ from petastream.compat import make_spark_converter
 pytestmark = [pytest.mark.spark, pytest.mark.tf]
 
 
-def test_primitive(spark, converter_env):
-    from pyspark.sql.types import (
-        BinaryType,
-        BooleanType,
-        ByteType,
-        DoubleType,
-        FloatType,
-        IntegerType,
-        LongType,
-        ShortType,
-        StringType,
-        StructField,
-        StructType,
-    )
-
-    schema = StructType([StructField("bool_col", BooleanType()), StructField("float_col", FloatType()),
-                         StructField("double_col", DoubleType()), StructField("short_col", ShortType()),
-                         StructField("int_col", IntegerType()), StructField("long_col", LongType()),
-                         StructField("str_col", StringType()), StructField("bin_col", BinaryType()),
-                         StructField("byte_col", ByteType())])
-    df = spark.createDataFrame([(True, 0.5, 1.5, 1, 2, 3, "a", b"\x01", 4),
-                                (False, -0.5, -1.5, -1, -2, -3, "héllo", b"", -4)], schema).coalesce(1)
+def test_primitive(primitive_df, converter_env):
+    df = primitive_df
     conv = make_spark_converter(df)
     with conv.make_tf_dataset(num_epochs=1, shuffle_row_groups=False) as dataset:
         batch = next(iter(dataset))

@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from petastream.mds.columns import widen_unsigned
 from petastream.mds.ndarray import Ragged
 
 __all__ = ["make_tf_dataset"]
-
-_WIDEN = {np.dtype("uint16"): np.int32, np.dtype("uint32"): np.int64, np.dtype("uint64"): np.int64}
 
 
 def _tf_column(col: Any) -> Any:
@@ -27,9 +26,7 @@ def _tf_column(col: Any) -> Any:
                         "make the arrays one length (array_lengths) or drop the column")
     if col.dtype == object:
         return np.array([v if isinstance(v, bytes) else str(v).encode() for v in col], dtype=object)
-    if col.dtype in _WIDEN:
-        return col.astype(_WIDEN[col.dtype])
-    return np.ascontiguousarray(col)
+    return np.ascontiguousarray(col, dtype=widen_unsigned(col.dtype))
 
 
 def _spec(tf: Any, name: str, encoding: str) -> Any:
@@ -38,11 +35,10 @@ def _spec(tf: Any, name: str, encoding: str) -> Any:
     enc = get_encoding(encoding)
     if enc.dtype is not None:
         base, shape = enc.dtype.base, enc.dtype.shape
-        dtype = _WIDEN.get(base, base)
-        return tf.TensorSpec(shape=(None, *shape), dtype=tf.as_dtype(dtype), name=name)
+        return tf.TensorSpec(shape=(None, *shape), dtype=tf.as_dtype(widen_unsigned(base)), name=name)
     if encoding.startswith("ndarray:"):
         dtype = np.dtype(encoding.split(":")[1])
-        return tf.TensorSpec(shape=(None, None), dtype=tf.as_dtype(_WIDEN.get(dtype, dtype)), name=name)
+        return tf.TensorSpec(shape=(None, None), dtype=tf.as_dtype(widen_unsigned(dtype)), name=name)
     return tf.TensorSpec(shape=(None,), dtype=tf.string, name=name)
 
 

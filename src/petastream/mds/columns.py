@@ -9,7 +9,16 @@ import numpy as np
 
 from petastream.mds.ndarray import Ragged
 
-__all__ = ["concat_columns", "take_columns", "num_rows"]
+__all__ = ["concat_columns", "take_columns", "num_rows", "WIDEN_UNSIGNED", "widen_unsigned"]
+
+#: Unsigned dtypes that torch and TensorFlow handle poorly, and the signed type that holds them
+#: (Petastorm's mapping: uint16 -> int32, uint32 -> int64).
+WIDEN_UNSIGNED = {np.dtype("uint16"): np.dtype("int32"), np.dtype("uint32"): np.dtype("int64"),
+                  np.dtype("uint64"): np.dtype("int64")}
+
+
+def widen_unsigned(dtype: np.dtype) -> np.dtype:
+    return WIDEN_UNSIGNED.get(np.dtype(dtype), np.dtype(dtype))
 
 
 def num_rows(block: dict[str, Any]) -> int:

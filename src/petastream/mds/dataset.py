@@ -252,7 +252,7 @@ class MDSDataset:
                 raise CorruptShardError(
                     f"shard {self.location.child_url(name)}: cannot decompress ({codec.family}): {e}"
                 ) from e
-        _write_atomic(dest, data)
+        resolve(os.path.dirname(dest)).write_bytes_atomic(os.path.basename(dest), data)
 
     def _check_hash(self, i: int, key: str, data: bytes, where: str) -> None:
         algo = self.validate_hash
@@ -263,14 +263,6 @@ class MDSDataset:
         if actual != expected:
             raise CorruptShardError(f"shard {where}: {algo} is {actual}, index.json says {expected}")
 
-
-
-def _write_atomic(dest: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = f"{dest}.tmp-{os.getpid()}-{threading.get_ident()}"
-    with builtins.open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, dest)
 
 
 def _missing_index(loc: Location) -> Exception:

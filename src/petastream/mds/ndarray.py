@@ -21,7 +21,7 @@ import numpy as np
 from petastream.errors import EncodingError, FormatError
 from petastream.mds.encodings import Encoding
 
-__all__ = ["NDArray", "Ragged", "DTYPE_CODES"]
+__all__ = ["NDArray", "Ragged", "DTYPE_CODES", "gather_ranges"]
 
 DTYPE_CODES: dict[str, int] = {
     "uint8": 8, "int8": 9,
@@ -166,13 +166,13 @@ class NDArray(Encoding):
         nbytes = lengths * dtype.itemsize
         if not np.array_equal(vstart + nbytes, offsets[1:]):
             raise EncodingError("ndarray values do not fill their sample: corrupt data or wrong encoding")
-        values = _gather(data, vstart, nbytes).view(dtype)
+        values = gather_ranges(data, vstart, nbytes).view(dtype)
         voff = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=voff[1:])
         return Ragged(values, voff)
 
 
-def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenate ``data[starts[i]:starts[i]+lengths[i]]`` for all i, vectorised."""
     total = int(lengths.sum())
     if total == 0:
@@ -265,7 +265,7 @@ class Ragged:
         ids = np.asarray(ids, dtype=np.int64)
         lengths = self.lengths()[ids]
         starts = self.offsets[ids]
-        values = _gather(self.values.view(np.uint8), starts * self.values.itemsize,
+        values = gather_ranges(self.values.view(np.uint8), starts * self.values.itemsize,
                          lengths * self.values.itemsize).view(self.values.dtype)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

@@ -167,9 +167,9 @@ class ShardData:
         return {c: out[c] for c in wanted}
 
     def _gather(self, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from petastream.mds.ndarray import _gather
+        from petastream.mds.ndarray import gather_ranges
 
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return offsets, _gather(self.u8, starts, lengths)
+        return offsets, gather_ranges(self.u8, starts, lengths)
 
