@@ -160,3 +160,20 @@ def test_random_access_and_iteration(mixed):
     assert sum(1 for _ in ds) == 1000
     with pytest.raises(IndexError):
         ds[1000]
+
+
+def test_dataset_pickles_by_reopening_and_refuses_a_changed_one(tmp_path):
+    import pickle
+
+    url = str(tmp_path / "ds")
+    write_mds({"id": np.arange(10)}, url)
+    ds = petastream.open(url)
+    ds.read_shard(0, np.arange(3))  # open maps and the lock must not travel
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy.fingerprint == ds.fingerprint and copy.cache_dir == ds.cache_dir
+    assert list(copy.read_shard(0, np.arange(10))["id"]) == list(range(10))
+    blob = pickle.dumps(ds)
+    shutil.rmtree(url)
+    write_mds({"id": np.arange(20)}, url)
+    with pytest.raises(FormatError, match="changed since this dataset was pickled"):
+        pickle.loads(blob)

@@ -41,6 +41,16 @@ def default_cache_root() -> str:
     )
 
 
+def _reopen(url: str, kwargs: dict[str, Any], fingerprint: str) -> MDSDataset:
+    ds = MDSDataset(url, **kwargs)
+    if ds.fingerprint != fingerprint:
+        raise FormatError(
+            f"{ds.url} changed since this dataset was pickled (index.json differs); reopen it "
+            "with petastream.open() instead of unpickling a stale handle"
+        )
+    return ds
+
+
 class MDSDataset:
     """An MDS dataset. ``len(ds)`` samples; ``ds[i]`` one sample as a dict (Mosaic's types);
     :meth:`read_shard` / :meth:`read` decode many samples into columns at once.
@@ -60,6 +70,9 @@ class MDSDataset:
         allow_unsafe_types: bool = False,
         storage_options: dict | None = None,
     ):
+        # What reopens this dataset in another process (see __reduce__).
+        self._init_args = (url, {"split": split, "cache_dir": cache_dir, "validate_hash": validate_hash,
+                                 "allow_unsafe_types": allow_unsafe_types, "storage_options": storage_options})
         self.url = url.rstrip("/") + (f"/{split}" if split else "")
         self.location: Location = resolve(self.url, storage_options)
         try:
@@ -81,6 +94,12 @@ class MDSDataset:
         self._open: OrderedDict[int, ShardData] = OrderedDict()
         self._hash_checked: set[int] = set()
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Open shard maps and the lock stay behind: DataLoader workers started with "spawn" and
+        # Spark tasks reopen the dataset, and check that it is still the same content.
+        url, kwargs = self._init_args
+        return _reopen, (url, kwargs, self.fingerprint)
 
     def _check_hash_recorded(self, algo: str) -> None:
         """Fail at open, not mid-epoch, when shards do not record ``algo``."""
