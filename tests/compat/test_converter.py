@@ -208,6 +208,24 @@ def test_torch_reader_arguments_are_forwarded(spark, converter_env):
         assert reader_mock.call_args.kwargs["workers_count"] == 2
 
 
+def _negate(pdf):  # module level: TransformSpec functions travel to worker processes
+    pdf["id"] = -pdf["id"]
+    return pdf
+
+
+def test_process_pool_decodes_in_worker_processes(spark, converter_env):
+    import multiprocessing
+
+    conv = make_spark_converter(spark.range(300).repartition(3))
+    ids = {}
+    for pool in ("thread", "process"):
+        with conv.make_torch_dataloader(batch_size=16, num_epochs=1, seed=7, workers_count=2,
+                                        reader_pool_type=pool, transform_spec=TransformSpec(_negate)) as loader:
+            ids[pool] = [int(i) for b in loader for i in b["id"]]
+    assert ids["process"] == ids["thread"] and sorted(ids["process"]) == list(range(-299, 1))
+    assert not multiprocessing.active_children()
+
+
 def test_shards_split_evenly_and_cover_everything(spark, converter_env):
     conv = make_spark_converter(spark.range(103))
     seen, counts = [], []

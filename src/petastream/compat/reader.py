@@ -7,13 +7,15 @@ columns, a batch of rows at a time, as Petastorm's batch reader does.
 
 Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
 ``shuffle_row_drop_partitions``, ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
-``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``reader_pool_type`` and
-``workers_count`` map to decode threads. ``predicate``, ``rowgroup_selector`` and ``filters``
+``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
+of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
+loaders decode in DataLoader worker processes (other consumers use threads). ``predicate``, ``rowgroup_selector`` and ``filters``
 are refused with a clear error: filter the DataFrame before converting it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -67,7 +69,7 @@ class Reader:
 
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
-                 transform_spec: TransformSpec | None):
+                 transform_spec: TransformSpec | None, pool_type: str = "thread"):
         self.dataset = dataset
         self.columns = columns
         self.shuffle = shuffle
@@ -76,6 +78,7 @@ class Reader:
         self.num_epochs = num_epochs
         self.rank, self.world_size = rank, world_size
         self.workers = workers
+        self.pool_type = pool_type
         self.transform_spec = transform_spec
         out = transform_spec.output_columns(columns) if transform_spec else columns
         self.schema_fields = out
@@ -98,7 +101,7 @@ class Reader:
             batch_size=batch_size, shuffle=self.shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window,
-            transform=(lambda b: transform_batch(spec, b)) if spec else None,
+            transform=functools.partial(transform_batch, spec) if spec else None,  # picklable
         )
 
     def __iter__(self) -> Iterator[Any]:
@@ -166,4 +169,5 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
         dataset, columns=columns, shuffle=bool(shuffle_row_groups or shuffle_rows), shuffle_rows=bool(shuffle_rows),
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
+        pool_type=reader_pool_type,
     )
