@@ -280,3 +280,20 @@ def test_duplicate_column_names_are_an_error(spark, cache_dir):
     a = spark.range(3)
     with pytest.raises(ValueError, match=r"duplicate column names \['id'\]"):
         materialize(a.join(spark.range(3), a.id == a.id), cache_dir)
+
+
+def test_spark_types_are_recorded_beside_a_mosaic_exact_index(spark, cache_dir):
+    from petastream.mds.sidecar import SIDECAR, parse_sidecar
+    from petastream.mds.storage import resolve
+
+    df = spark.createDataFrame([(1, True, [True, False]), (2, False, [False, False])],
+                               "id long, b boolean, flags array<boolean>")
+    m = materialize(df.repartition(2), cache_dir)
+    loc = resolve(m.url)
+    assert parse_sidecar(loc.read_bytes(SIDECAR)) == {
+        "id": {"source_type": "bigint"},
+        "b": {"source_type": "boolean", "dtype": "bool"},
+        "flags": {"source_type": "array<boolean>", "dtype": "bool"},
+    }
+    index = json.loads(loc.read_bytes("index.json"))
+    assert set(index) == {"version", "shards"} and len(index["shards"][0]) == 11

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from petastream.mds.index import dump_index, read_index
+from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
 from petastream.spark import cache
 from petastream.spark._errors import MaterializationError
@@ -264,6 +265,8 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
         if not subs:
             empty = [with_length(p, None) if p.kind == "list_auto" else p for p in plans]
             subs = [_write_empty(attempt, empty, compression, hashes, size_limit, storage_options)]
+        # Before index.json (the commit point): a published dataset always has its types.
+        resolve(attempt, storage_options).write_bytes_atomic(SIDECAR, dump_sidecar(_column_info(plans)))
         shards = _merge(resolve(attempt, storage_options), subs, storage_options)
         _sweep(attempt, subs, storage_options)
         url, won = cache.publish(parent, key, attempt, storage_options)
@@ -290,7 +293,7 @@ def _sweep(attempt: str, subs: list[str], storage_options: dict | None) -> None:
     """Delete what failed or speculative task attempts left beside the reported sub-dirs
     (not in the index, so only wasted space)."""
     root = resolve(attempt, storage_options)
-    keep = set(subs) | {"index.json"}
+    keep = set(subs) | {"index.json", SIDECAR}
     for name in root.listdir():
         if name not in keep and not name.startswith("index.json"):
             try:
@@ -315,6 +318,17 @@ def _check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> Non
     if split:
         raise _Retry([with_length(p, None) if p.name in split else p for p in plans],
                      f"tasks chose different array encodings for {split}")
+
+
+def _column_info(plans: list[ColumnPlan]) -> dict[str, dict[str, str]]:
+    """The Spark type of every column, and ``dtype: bool`` where uint8 stands for boolean."""
+    info = {}
+    for p in plans:
+        entry = {"source_type": p.spark_type}
+        if p.spark_type in ("boolean", "array<boolean>"):
+            entry["dtype"] = "bool"
+        info[p.name] = entry
+    return info
 
 
 def _merge(root: Any, subs: list[str], storage_options: dict | None) -> list[dict[str, Any]]:
