@@ -15,3 +15,11 @@ lint: venv
 
 bench: venv
 	.venv/bin/python -m benchmarks.run $(BENCH_ARGS)
+
+# Peer environments for the epoch benchmarks (.bench/envs/<peer>; pins in benchmarks/envs/).
+.PHONY: bench-envs bench-peers
+bench-envs:
+	benchmarks/envs/build.sh petastorm mosaic
+
+bench-peers: venv bench-envs
+	.venv/bin/python -m benchmarks.run torch_epoch tf_epoch $(BENCH_ARGS)

@@ -47,7 +47,8 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
 def report(results: list[Result], floor_variant: str | None = None) -> str:
     """A table; each row's ratio is to the floor row of the same benchmark."""
     floors = {r.benchmark: r for r in results if r.variant == floor_variant}
-    lines = [f"{'benchmark':<22} {'variant':<36} {'rows/s':>14} {'MB/s':>9} {'vs floor':>9}  note"]
+    w = max([36, *(len(r.variant) for r in results)])
+    lines = [f"{'benchmark':<22} {'variant':<{w}} {'rows/s':>14} {'MB/s':>9} {'vs floor':>9}  note"]
     for r in results:
         floor = floors.get(r.benchmark)
         rps = f"{r.rows_per_s:,.0f}" if r.rows_per_s else "unavailable"
@@ -55,7 +56,7 @@ def report(results: list[Result], floor_variant: str | None = None) -> str:
         ratio = ""
         if floor and floor.rows_per_s and r.rows_per_s:
             ratio = f"{r.rows_per_s / floor.rows_per_s:.1%}"
-        lines.append(f"{r.benchmark:<22} {r.variant:<36} {rps:>14} {mbs:>9} {ratio:>9}  {r.note}")
+        lines.append(f"{r.benchmark:<22} {r.variant:<{w}} {rps:>14} {mbs:>9} {ratio:>9}  {r.note}")
     return "\n".join(lines)
 
 

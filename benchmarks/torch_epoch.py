@@ -1,37 +1,35 @@
-"""One shuffled epoch into PyTorch batches of 1024: petastream vs the in-memory floor.
+"""One shuffled epoch into PyTorch batches of 1024: petastream vs the floor and the peers.
 
-Workloads (issue 4): 'tabular' (id, 16 float32 features as one array column, int32 label) and
-'binary' (adds a 256-byte payload and a short string). The floor is numpy permutation + gather
-+ ``torch.from_numpy`` over arrays already in memory. Peers (Petastorm's converter, Mosaic's
-StreamingDataset) need their own environments (pyarrow 14 / numpy < 2 for Petastorm): the
-harness reports them as unavailable until those environments exist.
+Workloads (issue 4, :mod:`benchmarks.workloads`): 'tabular' (id, 16 float32 features as one
+array column, int32 label) and 'binary' (adds a 256-byte payload and a short string), the same
+rows for every reader, in one run. Rows:
+
+* floor: numpy permutation + gather + ``torch.from_numpy`` over arrays already in memory;
+* petastream ``torch.loader`` with 1 and 2 decode threads (warm-up, then best of 3);
+* petastream's compat façade and Petastorm's converter: the same script
+  (``benchmarks/peers/petastorm_epoch.py``), Petastorm's in its own env;
+* Mosaic Streaming's ``StreamingDataset`` + ``DataLoader`` over the same MDS files, in its env.
+
+Peers run as subprocesses in ``.bench/envs/<peer>`` (``--build-peers`` builds them); a peer
+without its env is reported 'unavailable: <why>'.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 
 import numpy as np
 
+from benchmarks import peer_envs
 from benchmarks.harness import Result
-from petastream.mds.writer import write_mds
+from benchmarks.workloads import WORKLOADS, make_data, prepare
 
 NAME = "torch_epoch"
 BATCH = 1024
+FLOOR = "floor: numpy perm+gather+from_numpy"
 
-
-def make_data(workload: str, n: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    data = {"id": np.arange(n, dtype=np.int64), "features": rng.random((n, 16), dtype=np.float32),
-            "label": rng.integers(0, 10, n).astype(np.int32)}
-    if workload == "binary":
-        payload = rng.integers(0, 256, (n, 256), dtype=np.uint8)
-        data["payload"] = np.array([row.tobytes() for row in payload], dtype=object)
-        data["name"] = np.array([f"item-{i % 1000}" for i in range(n)], dtype=object)
-    return data
+__all__ = ["NAME", "FLOOR", "make_data", "run"]
 
 
 def floor(data: dict[str, np.ndarray]) -> float:
@@ -54,19 +52,27 @@ def petastream_epoch(url: str, workers: int) -> float:
     return time.perf_counter() - t if rows else float("nan")
 
 
+def peer_result(bench: str, n: int, variant: str, res: dict, note: str) -> Result:
+    secs = res.get("seconds") if "error" not in res else None
+    return Result(bench, variant, n, secs, note=note, extra=res.get("extra") or {})
+
+
 def run(args: argparse.Namespace) -> list[Result]:
     results = []
     n = args.rows
-    for workload in ("tabular", "binary"):
+    for workload in WORKLOADS:
         data = make_data(workload, n)
-        url = os.path.join(tempfile.mkdtemp(prefix="petastream-bench-"), workload)
-        write_mds(data, url, compression=None)
+        paths = prepare(workload, n, data)
         bench = f"{NAME}/{workload}"
-        results.append(Result(bench, "floor: numpy perm+gather+from_numpy", n, min(floor(data) for _ in range(3))))
+        results.append(Result(bench, FLOOR, n, min(floor(data) for _ in range(3))))
+        del data
         for workers in (1, 2):
-            petastream_epoch(url, workers)  # warm the page cache
-            best = min(petastream_epoch(url, workers) for _ in range(3))
+            petastream_epoch(paths["mds"], workers)  # warm the page cache
+            best = min(petastream_epoch(paths["mds"], workers) for _ in range(3))
             results.append(Result(bench, f"petastream loader, {workers} thread(s)", n, best))
-        for peer in ("petastorm make_torch_dataloader", "mosaic StreamingDataset"):
-            results.append(Result(bench, peer, n, None, note="unavailable: needs its own environment"))
+        for variant, res, note in peer_envs.converter_epochs("torch", workload, paths, n, args):
+            results.append(peer_result(bench, n, variant, res, note))
+        mosaic = peer_envs.mosaic_epoch(paths, n, args)
+        if mosaic:
+            results.append(peer_result(bench, n, *mosaic))
     return results

@@ -1,0 +1,86 @@
+"""One shuffled epoch into TensorFlow batches of 1024: petastream vs the floor and Petastorm.
+
+Same workloads and data as :mod:`benchmarks.torch_epoch`. Rows:
+
+* floor: numpy permutation + gather + ``tf.convert_to_tensor`` per column, per batch;
+* petastream native ``petastream.tf.dataset(url, batch_size=1024, shuffle=True, seed=1,
+  num_epochs=1, num_workers=W)``, iterated eagerly, W = 1 and 2 (warm-up, then best of 3);
+* petastream compat ``make_tf_dataset`` and Petastorm's converter ``make_tf_dataset(
+  batch_size=1024, num_epochs=1)``: the same script, Petastorm's in its own env.
+
+Rows are counted via ``id`` to confirm every epoch is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from benchmarks import peer_envs
+from benchmarks.harness import Result
+from benchmarks.torch_epoch import peer_result
+from benchmarks.workloads import WORKLOADS, make_data, prepare
+
+NAME = "tf_epoch"
+BATCH = 1024
+FLOOR = "floor: numpy perm+gather+convert_to_tensor"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is first imported
+
+
+def floor(data: dict[str, np.ndarray]) -> float:
+    import tensorflow as tf
+
+    n = len(data["id"])
+    t = time.perf_counter()
+    perm = np.random.default_rng(1).permutation(n)
+    for i in range(0, n, BATCH):
+        ix = perm[i : i + BATCH]
+        {k: tf.convert_to_tensor(v[ix]) for k, v in data.items()}
+    return time.perf_counter() - t
+
+
+def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
+    import petastream.tf as ptf
+
+    t = time.perf_counter()
+    ds = ptf.dataset(url, batch_size=BATCH, shuffle=True, seed=1, num_epochs=1, num_workers=workers)
+    rows = sum(int(b["id"].shape[0]) for b in ds)
+    return rows, time.perf_counter() - t
+
+
+def petastream_rows(bench: str, url: str, n: int) -> list[Result]:
+    out = []
+    for workers in (1, 2):
+        variant = f"petastream tf.dataset, {workers} worker(s)"
+        try:
+            petastream_epoch(url, workers)  # warm-up
+            runs = [petastream_epoch(url, workers) for _ in range(3)]
+        except ImportError as e:
+            out.append(Result(bench, variant, n, None, note=f"unavailable: petastream.tf: {e}"))
+            return out
+        except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
+            out.append(Result(bench, variant, n, None, note=f"failed: {type(e).__name__}: {e}"[:300]))
+            continue
+        bad = [r for r, _ in runs if r != n]
+        note = f"INCOMPLETE epochs (rows {bad}, expected {n})" if bad else ""
+        good = [s for r, s in runs if r == n]
+        out.append(Result(bench, variant, n, min(good) if good else None, note=note))
+    return out
+
+
+def run(args: argparse.Namespace) -> list[Result]:
+    results = []
+    n = args.rows
+    for workload in WORKLOADS:
+        data = make_data(workload, n)
+        paths = prepare(workload, n, data)
+        bench = f"{NAME}/{workload}"
+        results.append(Result(bench, FLOOR, n, min(floor(data) for _ in range(3))))
+        del data
+        results += petastream_rows(bench, paths["mds"], n)
+        for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args):
+            results.append(peer_result(bench, n, variant, res, note))
+    return results
