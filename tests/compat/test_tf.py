@@ -1,4 +1,5 @@
-"""make_tf_dataset: Petastorm's TensorFlow converter tests (spec §3.2 #1, #2, #12, #15, #16, #17, #11)."""
+"""make_tf_dataset: Petastorm's TensorFlow converter tests (spec §3.2 #1, #2, #12, #15, #16, #17, #11;
+§3.3 test_tf_autograph), plus Petastorm's element form for arrays, transforms and a stopped reader."""
 
 from __future__ import annotations
 
@@ -55,8 +56,57 @@ def test_graph_mode_one_shot_iterator(spark, converter_env):
     with tf.Graph().as_default():
         with conv.make_tf_dataset(batch_size=10, num_epochs=1, shuffle_row_groups=False) as dataset:
             tensor = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+            method = dataset.make_one_shot_iterator().get_next()  # tf.compat.v1 Dataset method
             with tf.compat.v1.Session() as sess:
                 assert sess.run(tensor).id.tolist() == list(range(10))
+                assert sess.run(method).id.tolist() == list(range(10))
+
+
+def test_autograph_eager_iteration_and_stopped_reader(spark, converter_env):
+    """Petastorm's test_tf_autograph: eager iteration logs no AutoGraph failure; reading after
+    the context manager exits raises Petastorm's error."""
+    import logging
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    tf.get_logger().addHandler(handler)
+    try:
+        conv = make_spark_converter(spark.range(100))
+        with conv.make_tf_dataset(num_epochs=1) as dataset:
+            ids = [int(i) for batch in dataset for i in batch.id]
+    finally:
+        tf.get_logger().removeHandler(handler)
+    assert sorted(ids) == list(range(100))
+    assert not [m for m in messages if "AutoGraph could not transform" in m]
+    with pytest.raises(tf.errors.OpError, match="make_reader/make_batch_reader has stopped"):
+        next(iter(dataset))
+
+
+def test_variable_length_arrays_follow_petastorm(spark, converter_env):
+    """Dense when a batch's arrays have one length; Petastorm's RuntimeError text when not."""
+    df = spark.range(6).selectExpr("id", "array_repeat(cast(id as float), cast(id % 3 + 1 as int)) as v")
+    conv = make_spark_converter(df.coalesce(1))
+    with conv.make_tf_dataset(batch_size=1, num_epochs=1, shuffle_row_groups=False) as dataset:
+        assert [tuple(b.v.shape) for b in dataset] == [(1, 1), (1, 2), (1, 3)] * 2
+    with conv.make_tf_dataset(batch_size=3, num_epochs=1) as dataset:
+        with pytest.raises(tf.errors.OpError, match="Length of all values in column 'v' are expected"):
+            list(dataset)
+
+
+def test_transform_spec(spark, converter_env):
+    from petastream.compat import TransformSpec
+
+    def add_half(df):
+        return df.assign(half=df.id / 2.0)
+
+    spec = TransformSpec(add_half, edit_fields=[("half", np.float64, (), False)])
+    conv = make_spark_converter(spark.range(8).coalesce(1))
+    with conv.make_tf_dataset(batch_size=8, num_epochs=1, transform_spec=spec,
+                              shuffle_row_groups=False) as dataset:
+        batch = next(iter(dataset))
+    assert type(batch).__name__ == "inferred_schema_transformed_view" and batch._fields == ("id", "half")
+    assert batch.half.dtype == tf.float64 and batch.half.numpy().tolist() == [i / 2 for i in range(8)]
 
 
 def test_keras_fit(spark, converter_env):

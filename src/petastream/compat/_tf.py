@@ -1,63 +1,56 @@
-"""The ``tf.data.Dataset`` behind ``make_tf_dataset``: whole batches from the bulk loader.
+"""The ``tf.data.Dataset`` behind ``make_tf_dataset``: :mod:`petastream.tf` in Petastorm's shape.
 
-Elements are namedtuples of batched tensors (``inferred_schema_view``), as Petastorm. Batches
-come from petastream's loader at ``batch_size`` (not a per-row generator); the shuffling queue
-becomes the loader's shuffle window. Built with ``tensorflow.compat.v1`` so the dataset also has
-``make_one_shot_iterator()`` for graph-mode code; it iterates eagerly in TF2.
-Dtypes: strings, binary and decimals -> ``tf.string``; uint16 -> int32, uint32 -> int64;
-dates and timestamps are already int64 nanoseconds in the dataset.
+Batches, dtypes, order and sharding are :class:`petastream.tf.TFLoader`'s (one copy of that
+logic); this module only maps the reader's plan onto it and gives the elements Petastorm's form:
+
+* elements are namedtuples of batched tensors (``inferred_schema_view``, or
+  ``inferred_schema_transformed_view`` with a ``TransformSpec``), fields in the reader's order;
+* variable-length arrays come as dense ``(batch, length)`` tensors and a batch whose arrays
+  differ in length raises ``RuntimeError`` with Petastorm's message (``ragged="uniform"``);
+  the native :mod:`petastream.tf` gives ``tf.RaggedTensor`` instead;
+* ``prefetch=None`` is ``AUTOTUNE``; the shuffling queue is the loader's shuffle window;
+* the dataset is a ``tf.compat.v1`` dataset (``DatasetV1Adapter``), so graph-mode code can call
+  ``dataset.make_one_shot_iterator()``; it iterates eagerly in TF2 as well;
+* after the context manager exits, reading raises Petastorm's "reader ... has stopped" error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
-
-import numpy as np
-
-from petastream.mds.columns import widen_unsigned
-from petastream.mds.ndarray import Ragged
 
 __all__ = ["make_tf_dataset"]
 
 
-def _tf_column(col: Any) -> Any:
-    if isinstance(col, Ragged):
-        raise TypeError("variable-length array columns cannot be batched into dense TF tensors; "
-                        "make the arrays one length (array_lengths) or drop the column")
-    if col.dtype == object:
-        return np.array([v if isinstance(v, bytes) else str(v).encode() for v in col], dtype=object)
-    return np.ascontiguousarray(col, dtype=widen_unsigned(col.dtype))
-
-
-def _spec(tf: Any, name: str, encoding: str) -> Any:
-    from petastream.mds.encodings import get_encoding
-
-    enc = get_encoding(encoding)
-    if enc.dtype is not None:
-        base, shape = enc.dtype.base, enc.dtype.shape
-        return tf.TensorSpec(shape=(None, *shape), dtype=tf.as_dtype(widen_unsigned(base)), name=name)
-    if encoding.startswith("ndarray:"):
-        dtype = np.dtype(encoding.split(":")[1])
-        return tf.TensorSpec(shape=(None, None), dtype=tf.as_dtype(widen_unsigned(dtype)), name=name)
-    return tf.TensorSpec(shape=(None,), dtype=tf.string, name=name)
+def _v1(dataset: Any) -> Any:
+    try:
+        from tensorflow.python.data.ops.dataset_ops import DatasetV1Adapter
+    except ImportError:  # pragma: no cover - depends on the TensorFlow version
+        return dataset
+    return DatasetV1Adapter(dataset)
 
 
 def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_queue_capacity: Any) -> Any:
-    import tensorflow.compat.v1 as tf
+    import tensorflow as tf
 
-    from petastream.loader import BatchLoader
+    from petastream.compat.reader import _STOPPED
+    from petastream.tf import TFLoader
 
-    columns = reader.schema_fields
-    encodings = reader.dataset.columns
-    signature = reader.Row(*(_spec(tf, c, encodings.get(c, "str")) for c in columns))
+    class ReaderLoader(TFLoader):
+        def _stage(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+            for batch in batches:
+                if reader.stopped:
+                    raise RuntimeError(_STOPPED)
+                yield batch
+
     kwargs = reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0)
+    loader = ReaderLoader(reader.dataset, ragged="uniform", **kwargs)
+    Row = reader.Row
 
-    def batches():
-        for batch in BatchLoader(reader.dataset, **kwargs):
-            if reader.stopped:
-                raise RuntimeError("Trying to read a sample after a reader created by "
-                                   "make_reader/make_batch_reader has stopped.")
-            yield reader.Row(*(_tf_column(batch[c]) for c in columns))
+    @tf.autograph.experimental.do_not_convert
+    def as_row(batch: dict[str, Any]) -> Any:
+        return Row(**batch)
 
-    dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-    return dataset.prefetch(tf.data.experimental.AUTOTUNE if prefetch is None else prefetch)
+    dataset = loader.as_dataset().map(as_row)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+    return _v1(dataset)

@@ -1,0 +1,241 @@
+"""How one column travels into TensorFlow: its type, its numpy parts, its tensor.
+
+A :class:`ColumnPlan` is decided once per loader, from the column's MDS encoding (or, where the
+encoding does not say, from a decoded probe batch or the user's ``output_signature``):
+
+========================================  ===================================================
+encoding                                  TensorFlow value (batch dimension first)
+========================================  ===================================================
+``int8`` ... ``float64``, ``int``         ``Tensor`` of that dtype; ``uint16 -> int32``,
+                                          ``uint32``/``uint64 -> int64`` (:func:`widen_unsigned`)
+``str_int`` / ``str_float``               ``int64`` / ``float64``
+``ndarray:<dtype>:<shape>``               dense ``Tensor`` ``(batch, *shape)``
+``ndarray:<dtype>``, ``ndarray``          ``RaggedTensor`` ``(batch, None)`` (1-D arrays of any
+                                          length), or dense ``(batch, None)`` with
+                                          ``ragged="uniform"``
+``str`` / ``bytes`` / ``str_decimal``     ``tf.string`` (str as UTF-8, decimals as their text)
+``json``, ``pkl``, images                 none: drop the column or convert it in ``transform``
+========================================  ===================================================
+
+:meth:`ColumnPlan.to_parts` runs in the decode threads and produces flat numpy arrays (a
+ragged column is two: values and row splits, never one Python object per row);
+:meth:`ColumnPlan.from_parts` runs inside ``tf.data`` and rebuilds the tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, PetastreamError
+from petastream.mds.columns import widen_unsigned
+from petastream.mds.ndarray import Ragged
+
+__all__ = ["ColumnPlan", "NonUniformArrayError", "plan_from_encoding", "plan_from_values", "plan_from_spec"]
+
+DENSE, STRING, RAGGED, UNIFORM = "dense", "string", "ragged", "uniform"
+_NUMERIC_KINDS = "biuf"
+_PARSED = {"str_int": np.dtype("int64"), "str_float": np.dtype("float64")}
+_STRINGS = {"str", "bytes", "str_decimal"}
+
+
+class NonUniformArrayError(PetastreamError, RuntimeError):
+    """``ragged="uniform"``: a batch holds arrays of different lengths (Petastorm's error)."""
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """``kind`` is dense, string, ragged or uniform; ``dtype``/``shape`` describe one row."""
+
+    name: str
+    kind: str
+    dtype: np.dtype | None = None
+    shape: tuple[int | None, ...] = ()
+
+    # -- types --------------------------------------------------------------------------------
+    def spec(self, batch: int | None) -> tf.TypeSpec:
+        if self.kind == RAGGED:
+            return tf.RaggedTensorSpec((batch, None), tf.as_dtype(self.dtype), ragged_rank=1,
+                                       row_splits_dtype=tf.int64)
+        return tf.TensorSpec((batch, *self.shape), self._tf_dtype())
+
+    def part_specs(self, batch: int | None) -> tuple[tf.TensorSpec, ...]:
+        if self.kind == RAGGED:
+            splits = None if batch is None else batch + 1
+            return (tf.TensorSpec((None,), tf.as_dtype(self.dtype)), tf.TensorSpec((splits,), tf.int64))
+        return (tf.TensorSpec((batch, *self.shape), self._tf_dtype()),)
+
+    def _tf_dtype(self) -> tf.DType:
+        return tf.string if self.kind == STRING else tf.as_dtype(self.dtype)
+
+    # -- values -------------------------------------------------------------------------------
+    def to_parts(self, col: Any) -> tuple[np.ndarray, ...]:
+        """Decoded column -> flat numpy arrays (decode threads; no per-row work for MDS types)."""
+        if self.kind == STRING:
+            return (self._strings(col),)
+        if self.kind in (RAGGED, UNIFORM):
+            values, splits = self._ragged(col)
+            if self.kind == RAGGED:
+                return values, splits
+            return (self._uniform(values, splits),)
+        return (self._dense(col),)
+
+    def from_parts(self, parts: tuple[Any, ...]) -> Any:
+        """Flat tensors -> the column's tensor (inside ``tf.data``)."""
+        if self.kind == RAGGED:
+            return tf.RaggedTensor.from_row_splits(parts[0], parts[1], validate=False)
+        return parts[0]
+
+    def _dense(self, col: Any) -> np.ndarray:
+        if isinstance(col, Ragged) or (isinstance(col, np.ndarray) and col.dtype == object and len(col)
+                                       and isinstance(col[0], np.ndarray)):
+            raise InvalidArgumentTypeError(
+                f"column {self.name!r}: got arrays of varying length where {self._describe()} was "
+                "expected; declare it as ragged (tf.RaggedTensorSpec in output_signature) or make "
+                "the arrays one length")
+        arr = np.asarray(col)
+        if arr.dtype == object:  # str_int / str_float decode to Python numbers
+            arr = arr.astype(self.dtype)
+        if not np.can_cast(arr.dtype, self.dtype, "same_kind"):
+            raise InvalidArgumentTypeError(
+                f"column {self.name!r}: got {arr.dtype} values where {self._describe()} was "
+                f"expected; cast it in transform (e.g. batch[{self.name!r}].astype({self.dtype.name!r})) "
+                "or pass output_signature")
+        if not _shape_fits(arr.shape[1:], self.shape):
+            raise InvalidArgumentError(
+                f"column {self.name!r}: rows have shape {arr.shape[1:]}, expected {self.shape}; "
+                "a transform changed it: return one row shape for every batch or pass output_signature")
+        # Packed-record columns are strided, unaligned views: one contiguous copy per batch.
+        return np.ascontiguousarray(arr, dtype=self.dtype)
+
+    def _strings(self, col: Any) -> np.ndarray:
+        arr = col if isinstance(col, np.ndarray) else np.asarray(col, dtype=object)
+        if arr.dtype.kind in "US":
+            return arr
+        if arr.dtype != object:
+            raise InvalidArgumentTypeError(
+                f"column {self.name!r}: got {arr.dtype} values where strings (tf.string) were "
+                "expected; convert them in transform or pass output_signature")
+        if len(arr) and not isinstance(arr.flat[0], (str, bytes)):
+            if not isinstance(arr.flat[0], (Decimal, int, float)):
+                raise InvalidArgumentTypeError(
+                    f"column {self.name!r}: {type(arr.flat[0]).__name__} values have no TensorFlow "
+                    "type; drop the column (columns=) or convert it to numpy/str in transform")
+            return arr.astype(str)  # decimals as their exact text, as Petastorm
+        return arr  # TF encodes str as UTF-8 and takes bytes as they are
+
+    def _ragged(self, col: Any) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(col, Ragged):
+            values, splits = col.values, col.offsets.astype(np.int64, copy=False)
+            if len(splits) and splits[0] != 0:
+                values, splits = values[splits[0]:splits[-1]], splits - splits[0]
+        elif isinstance(col, np.ndarray) and col.dtype != object and col.ndim == 2:
+            n, length = col.shape  # a dense column of one length is ragged too
+            values, splits = col.reshape(-1), np.arange(n + 1, dtype=np.int64) * length
+        else:
+            rows = [np.asarray(v) for v in col]  # fallback (object arrays of arrays): per row
+            if any(r.ndim != 1 for r in rows):
+                shapes = sorted({r.shape for r in rows if r.ndim != 1})[:3]
+                raise InvalidArgumentTypeError(
+                    f"column {self.name!r}: holds arrays of shape {shapes}; only 1-D arrays of varying "
+                    "length become a RaggedTensor: reshape them in transform or write the column "
+                    "with a fixed shape (ndarray:<dtype>:<shape>)")
+            splits = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum([len(r) for r in rows], out=splits[1:])
+            values = np.concatenate(rows) if rows else np.zeros(0, self.dtype)
+        if not np.can_cast(values.dtype, self.dtype, "same_kind"):
+            raise InvalidArgumentTypeError(
+                f"column {self.name!r}: got {values.dtype} arrays where {self._describe()} was "
+                "expected; cast them in transform or pass output_signature")
+        return np.ascontiguousarray(values, dtype=self.dtype), splits
+
+    def _uniform(self, values: np.ndarray, splits: np.ndarray) -> np.ndarray:
+        n = len(splits) - 1
+        lengths = np.diff(splits)
+        if n and (lengths != lengths[0]).any():
+            raise NonUniformArrayError(
+                f"Length of all values in column '{self.name}' are expected to be the same length. "
+                f"Got the following set of lengths: '{', '.join(map(str, sorted(set(lengths.tolist()))))}'")
+        return values.reshape(n, int(lengths[0]) if n else 0)
+
+    def _describe(self) -> str:
+        if self.kind == RAGGED:
+            return f"ragged {self.dtype} arrays"
+        return f"{self.dtype} values of shape {self.shape}"
+
+
+def _shape_fits(actual: tuple[int, ...], declared: tuple[int | None, ...]) -> bool:
+    return len(actual) == len(declared) and all(d is None or d == a for a, d in zip(actual, declared))
+
+
+def _variable(name: str, dtype: np.dtype, ragged: str) -> ColumnPlan:
+    kind = UNIFORM if ragged == "uniform" else RAGGED
+    return ColumnPlan(name, kind, widen_unsigned(dtype), (None,) if kind == UNIFORM else ())
+
+
+def plan_from_encoding(name: str, encoding: str, ragged: str = "ragged") -> ColumnPlan | None:
+    """The plan an encoding implies, or None when only decoded values can tell (see module doc)."""
+    from petastream.mds.encodings import get_encoding
+
+    if encoding in _STRINGS:
+        return ColumnPlan(name, STRING)
+    if encoding in _PARSED:
+        return ColumnPlan(name, DENSE, _PARSED[encoding])
+    enc = get_encoding(encoding)
+    if enc.dtype is not None and enc.dtype.base.kind in _NUMERIC_KINDS:
+        return ColumnPlan(name, DENSE, widen_unsigned(enc.dtype.base), tuple(enc.dtype.shape))
+    if encoding.startswith("ndarray:") and getattr(enc, "value_dtype", None) is not None:
+        return _variable(name, enc.value_dtype, ragged)
+    return None
+
+
+def plan_from_values(name: str, col: Any, ragged: str = "ragged", source: str = "") -> ColumnPlan:
+    """The plan for a decoded (or transformed) column, from its values."""
+    if isinstance(col, Ragged):
+        return _variable(name, col.dtype, ragged)
+    arr = col if isinstance(col, np.ndarray) else np.asarray(col)
+    if arr.dtype.kind in _NUMERIC_KINDS:
+        if arr.ndim == 0:
+            raise InvalidArgumentError(f"column {name!r}: a batch column needs a batch dimension, got a scalar")
+        return ColumnPlan(name, DENSE, widen_unsigned(arr.dtype), tuple(arr.shape[1:]))
+    if arr.dtype.kind in "US":
+        return ColumnPlan(name, STRING, shape=tuple(arr.shape[1:]))
+    first = arr.flat[0] if arr.size else None
+    if isinstance(first, (str, bytes, Decimal)):
+        return ColumnPlan(name, STRING, shape=tuple(arr.shape[1:]))
+    if isinstance(first, np.ndarray) and first.dtype.kind in _NUMERIC_KINDS and first.ndim == 1:
+        return _variable(name, first.dtype, ragged)
+    if isinstance(first, np.ndarray):
+        raise InvalidArgumentTypeError(
+            f"column {name!r}{source}: holds {first.dtype} arrays of shape {first.shape}; only numeric "
+            "1-D arrays of varying length become a RaggedTensor: reshape them in transform or write "
+            "the column with a fixed shape (ndarray:<dtype>:<shape>)")
+    what = type(first).__name__ if first is not None else "no"
+    raise InvalidArgumentTypeError(
+        f"column {name!r}{source}: {what} values have no TensorFlow type; drop the column "
+        "(columns=[...]), convert it to numpy arrays or str in transform, or pass output_signature")
+
+
+def plan_from_spec(name: str, spec: Any) -> ColumnPlan:
+    """The plan a user's ``tf.TensorSpec`` / ``tf.RaggedTensorSpec`` declares (batch dim first)."""
+    if isinstance(spec, tf.RaggedTensorSpec):
+        if spec.shape.rank != 2 or spec.ragged_rank != 1:
+            raise InvalidArgumentError(
+                f"output_signature[{name!r}]: only RaggedTensorSpec((None, None), dtype) (1-D rows) "
+                f"is supported, got {spec}")
+        return ColumnPlan(name, RAGGED, np.dtype(spec.dtype.as_numpy_dtype))
+    if not isinstance(spec, tf.TensorSpec):
+        raise InvalidArgumentTypeError(
+            f"output_signature[{name!r}] must be a tf.TensorSpec or tf.RaggedTensorSpec, got {spec!r}")
+    if spec.shape.rank is None or spec.shape.rank < 1:
+        raise InvalidArgumentError(
+            f"output_signature[{name!r}]: give a shape with the batch dimension first, e.g. "
+            f"tf.TensorSpec((None,), {spec.dtype.name}), got {spec.shape}")
+    shape = tuple(spec.shape.as_list()[1:])
+    if spec.dtype == tf.string:
+        return ColumnPlan(name, STRING, shape=shape)
+    return ColumnPlan(name, DENSE, np.dtype(spec.dtype.as_numpy_dtype), shape)

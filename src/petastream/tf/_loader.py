@@ -1,0 +1,257 @@
+"""``TFLoader``: the bulk batch loader, fed to ``tf.data`` a whole batch at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.loader import BatchLoader
+from petastream.stream import StreamPlanner
+from petastream.tf._columns import (
+    RAGGED,
+    ColumnPlan,
+    plan_from_encoding,
+    plan_from_spec,
+    plan_from_values,
+)
+from petastream.tf._source import batch_source
+
+__all__ = ["TFLoader", "dataset"]
+
+_RAGGED_MODES = ("ragged", "uniform")
+
+
+class TFLoader(BatchLoader):
+    """:class:`~petastream.loader.BatchLoader` whose :meth:`as_dataset` is a ``tf.data.Dataset``.
+
+    (``loader.dataset`` stays the :class:`~petastream.mds.dataset.MDSDataset` read, as on
+    every :class:`BatchLoader`.)
+
+    Elements are ``dict[str, tf.Tensor | tf.RaggedTensor]`` of one batch each, in plan order
+    (see :mod:`petastream.tf`). Arguments are :class:`BatchLoader`'s plus:
+
+    * ``device``: ``"/gpu:0"``-style; batches are prefetched onto it
+      (``tf.data.experimental.prefetch_to_device``, one batch ahead). None: stay on the host.
+    * ``input_context``: a ``tf.distribute.InputContext`` (``distribute_datasets_from_function``):
+      this input pipeline reads shard ``input_pipeline_id`` of ``num_input_pipelines``. Or pass
+      ``rank``/``world_size`` yourself. ``batch_size`` is per pipeline
+      (``input_context.get_per_replica_batch_size(global_batch_size)``).
+    * ``output_signature``: ``{column: tf.TensorSpec | tf.RaggedTensorSpec}`` (batch dim first)
+      instead of the types read from the column encodings. With a ``transform`` (and no
+      ``output_signature``) the types are those of ``transform`` run once, here, on the first
+      ``batch_size`` rows; it must return the same columns and types for every batch.
+    * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
+      (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
+
+    Each iteration of the dataset runs ``num_epochs`` epochs (None: forever), each one in a new
+    order; iterating it again (Keras' next epoch) goes on with the next epoch, or resumes the
+    current one where the last iteration stopped. The loader holds one position, so one
+    iteration runs at a time: a new one ends any earlier iteration still open.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
+                 input_context: Any = None, rank: int | None = None, world_size: int | None = None,
+                 output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
+                 **kwargs: Any):
+        if ragged not in _RAGGED_MODES:
+            raise InvalidArgumentError(f"ragged must be one of {_RAGGED_MODES}, got {ragged!r}")
+        rank, world_size = _rank_world(input_context, rank, world_size)
+        super().__init__(dataset, batch_size, rank=rank, world_size=world_size, **kwargs)
+        self.device = _check_device(device)
+        self.ragged = ragged
+        self.plans: list[ColumnPlan] = self._plan(output_signature)
+        self._generation = 0
+        self._iteration_start = self.planner.state_dict()
+        self._handed = 0  # batches the current iteration has handed to TensorFlow
+
+    # -- types --------------------------------------------------------------------------------
+    @property
+    def batch_dim(self) -> int | None:
+        """The static batch dimension: fixed when every batch is full (drop_last, or padding
+        over several ranks), else None (the last batch of an epoch may be short)."""
+        p = self.planner
+        return p.batch_size if p.drop_last or p.world_size > 1 else None
+
+    @property
+    def element_spec(self) -> dict[str, Any]:
+        """``{column: tf.TensorSpec | tf.RaggedTensorSpec}`` of the dataset's elements."""
+        return {p.name: p.spec(self.batch_dim) for p in self.plans}
+
+    def _plan(self, output_signature: Mapping[str, Any] | None) -> list[ColumnPlan]:
+        if output_signature is not None:
+            if not isinstance(output_signature, Mapping) or not output_signature:
+                raise InvalidArgumentTypeError(
+                    "output_signature must be a non-empty dict {column: tf.TensorSpec | "
+                    f"tf.RaggedTensorSpec}}, got {output_signature!r}")
+            return [plan_from_spec(str(n), s) for n, s in output_signature.items()]
+        names = self.columns or list(self.dataset.columns)
+        if self.transform is not None:  # its output types are only known from its output
+            out = self.transform(self._probe(names))
+            if not isinstance(out, Mapping):
+                raise InvalidArgumentTypeError(
+                    f"transform must return a dict of columns, got {type(out).__name__}")
+            return [plan_from_values(str(n), c, self.ragged, " (from transform)") for n, c in out.items()]
+        encodings = self.dataset.columns
+        plans = {n: plan_from_encoding(n, encodings[n], self.ragged) for n in names}
+        unknown = [n for n, p in plans.items() if p is None]
+        if unknown:  # e.g. 'ndarray' without a dtype: the first rows tell
+            probe = self._probe(unknown)
+            for n in unknown:
+                plans[n] = plan_from_values(n, probe[n], self.ragged, f" (encoding {encodings[n]!r})")
+        return [p for p in plans.values() if p is not None]
+
+    def _probe(self, names: list[str]) -> dict[str, Any]:
+        k = min(len(self.dataset), self.planner.batch_size)
+        if k == 0:
+            raise InvalidArgumentError(
+                f"the dataset is empty, so the TensorFlow types of {names} cannot be read from "
+                "its rows; pass output_signature={column: tf.TensorSpec(...)}")
+        return self.dataset.read(np.arange(k), names)
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def state_dict(self, steps: int | None = None) -> dict[str, Any]:
+        """The position to resume from (:meth:`load_state_dict`, any ``num_workers``).
+
+        ``steps=None``: after every batch handed to TensorFlow so far. That is exactly what your
+        loop took when nothing reads ahead of it: a plain loop (eager or ``tf.function``) over
+        :meth:`as_dataset`. Stages that read ahead (``device=``, a ``.prefetch()``, a ``.map()``
+        that tf.data parallelizes, Keras) hold batches your loop has not seen yet, and those
+        count as consumed. ``steps=k``: after the first ``k`` batches of the current iteration
+        of the dataset, whatever was read ahead: pass your loop's own count (in Keras,
+        ``batch + 1`` in ``on_train_batch_end`` for a finite dataset re-iterated each epoch).
+        """
+        if steps is None:
+            return self.planner.state_dict()
+        if not isinstance(steps, int) or not 0 <= steps <= self._handed:
+            raise InvalidArgumentError(
+                f"steps must be an int in [0, {self._handed}] (the batches this iteration of the "
+                f"dataset has handed to TensorFlow so far), got {steps!r}")
+        p = self.planner
+        replay = StreamPlanner(p.shard_sizes, p.batch_size, shuffle=p.shuffle, seed=p.seed,
+                               block_size=p.block_size, window=p.window, world_size=p.world_size,
+                               rank=p.rank, drop_last=p.drop_last)
+        replay.load_state_dict(self._iteration_start)
+        while steps:  # the passes _batches made: a complete epoch moves on to the next
+            if replay.epoch_complete:
+                replay.set_epoch(replay.epoch + 1)
+            n = min(steps, replay.num_batches)
+            if n == 0:
+                break
+            replay.advance(n)
+            steps -= n
+        return replay.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self._iteration_start, self._handed = self.planner.state_dict(), 0
+
+    def set_epoch(self, epoch: int) -> None:
+        super().set_epoch(epoch)
+        self._iteration_start, self._handed = self.planner.state_dict(), 0
+
+    # -- the stream ---------------------------------------------------------------------------
+    def convert(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """Decode threads: every column to its flat numpy parts (see ``ColumnPlan.to_parts``)."""
+        missing = [p.name for p in self.plans if p.name not in batch]
+        if missing:
+            raise InvalidArgumentError(
+                f"batch lacks columns {missing} (it has {sorted(batch)}); a transform must return "
+                "the same columns for every batch, or fix output_signature")
+        return {p.name: p.to_parts(batch[p.name]) for p in self.plans}
+
+    def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
+        """The generator behind ``tf.data``: ``num_epochs`` passes, a batch's parts at a time."""
+        self._generation += 1
+        me = self._generation
+        self._iteration_start, self._handed = self.planner.state_dict(), 0
+        passes = 0
+        while self.num_epochs is None or passes < self.num_epochs:
+            plan = self.planner.begin_pass()
+            if plan.num_batches == 0 and self.num_epochs is None:
+                raise InvalidArgumentError(
+                    f"an epoch of {len(self.dataset)} samples makes no batch of {self.planner.batch_size} "
+                    f"x {self.planner.world_size} ranks with drop_last=True, and num_epochs=None would "
+                    "loop forever; use a smaller batch_size or drop_last=False")
+            for batch in self._stage(self._run(plan)):
+                if me != self._generation:  # a newer iteration took over (e.g. Keras' next epoch)
+                    return
+                self.planner.advance(1)  # consumed: handed to TensorFlow
+                self._handed += 1
+                yield tuple(part for p in self.plans for part in batch[p.name])
+            passes += 1
+
+    @tf.autograph.experimental.do_not_convert
+    def _assemble(self, *parts: tf.Tensor) -> dict[str, Any]:
+        out, i = {}, 0
+        for p in self.plans:
+            n = 2 if p.kind == RAGGED else 1
+            out[p.name] = p.from_parts(parts[i:i + n])
+            i += n
+        return out
+
+    def as_dataset(self) -> tf.data.Dataset:
+        """A ``tf.data.Dataset`` of this loader's batches (see the class doc for epochs).
+
+        Nothing in it reads ahead of your loop (tf.data's injected prefetch is off; the
+        loader's decode threads already keep ``num_workers * prefetch`` batches ready), so
+        :meth:`state_dict` counts exactly the batches a plain loop over it took. ``device``
+        holds one batch in flight; see :meth:`state_dict` for pipelines that read ahead.
+        """
+        parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
+        ds = batch_source(self._batches, parts, self._assemble, self.element_spec)
+        options = tf.data.Options()
+        options.experimental_optimization.inject_prefetch = False
+        if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding
+            options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        ds = ds.with_options(options)
+        if self.device is not None:
+            ds = ds.apply(tf.data.experimental.prefetch_to_device(self.device, buffer_size=1))
+        return ds
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+        """Eager iteration over :meth:`as_dataset` (tensors, not numpy)."""
+        return iter(self.as_dataset())
+
+
+def _rank_world(input_context: Any, rank: int | None, world_size: int | None) -> tuple[int, int]:
+    if input_context is None:
+        return (0 if rank is None else rank), (1 if world_size is None else world_size)
+    if rank is not None or world_size is not None:
+        raise InvalidArgumentError(
+            "pass either input_context or rank/world_size, not both: the input context already "
+            f"says this is pipeline {getattr(input_context, 'input_pipeline_id', '?')} of "
+            f"{getattr(input_context, 'num_input_pipelines', '?')}")
+    if not hasattr(input_context, "input_pipeline_id") or not hasattr(input_context, "num_input_pipelines"):
+        raise InvalidArgumentTypeError(
+            "input_context must be a tf.distribute.InputContext (what "
+            "strategy.distribute_datasets_from_function passes to your dataset_fn), got "
+            f"{type(input_context).__name__}")
+    return int(input_context.input_pipeline_id), int(input_context.num_input_pipelines)
+
+
+def _check_device(device: str | None) -> str | None:
+    if device is None:
+        return None
+    if not isinstance(device, str):
+        raise InvalidArgumentTypeError(f"device must be a string like '/gpu:0' or None, got {device!r}")
+    try:
+        spec = tf.DeviceSpec.from_string(device)
+    except ValueError as e:
+        raise InvalidArgumentError(f"device {device!r} is not a TensorFlow device name like '/gpu:0': {e}") from e
+    if spec.job is None and spec.device_type is not None:  # a local device: it must exist
+        local = tf.config.list_logical_devices(spec.device_type.upper())
+        if len(local) <= (spec.device_index or 0):
+            seen = [d.name for d in tf.config.list_logical_devices()]
+            raise InvalidArgumentError(
+                f"device {device!r} is not available; TensorFlow sees {seen}. Pass device=None to "
+                "keep batches on the host")
+    return device
+
+
+def dataset(url_or_dataset: Any, batch_size: int = 32, **kwargs: Any) -> tf.data.Dataset:
+    """``TFLoader(url_or_dataset, batch_size, **kwargs).as_dataset()``: see :class:`TFLoader`."""
+    return TFLoader(url_or_dataset, batch_size, **kwargs).as_dataset()

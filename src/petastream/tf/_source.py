@@ -1,0 +1,91 @@
+"""A ``tf.data`` source that takes one whole batch per Python call.
+
+``tf.data.Dataset.from_generator`` does what is needed (one Python iterator per pass over the
+dataset, closed when TensorFlow's iterator goes away) but re-checks every element in Python
+(``nest`` flattening, a conversion and a dtype/shape check per component): about 100 us per
+call. Our batches are already flat numpy arrays of exactly the declared dtypes and shapes
+(:meth:`ColumnPlan.to_parts` guarantees it), so :func:`batch_source` builds the same pipeline
+from the same op, ``GeneratorDataset``, with a bare ``numpy_function`` per batch: init starts a
+pass, next returns its next batch (``StopIteration`` ends the pass), finalize closes it. Measured
+1.2-1.3x the rows/s of ``from_generator`` on the same batches. Where the op's Python wrapper is
+not importable (a TensorFlow that moved it), it falls back to ``from_generator``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+try:  # the op behind from_generator; private, hence the fallback
+    from tensorflow.python.data.ops.from_generator_op import _GeneratorDataset
+except ImportError:  # pragma: no cover - depends on the TensorFlow version
+    _GeneratorDataset = None
+
+__all__ = ["batch_source"]
+
+
+class _Passes:
+    """Live Python iterators, one per TensorFlow iterator over the dataset."""
+
+    def __init__(self, start: Callable[[], Iterator[tuple[np.ndarray, ...]]]):
+        self.start = start
+        self.live: dict[int, Iterator[tuple[np.ndarray, ...]]] = {}
+        self.ids = itertools.count()
+        self.lock = threading.Lock()
+
+    def open(self) -> np.int64:
+        with self.lock:
+            key = next(self.ids)
+            self.live[key] = self.start()
+        return np.int64(key)
+
+    def next(self, key: np.int64) -> tuple[np.ndarray, ...]:
+        return next(self.live[int(key)])  # StopIteration -> OutOfRange -> end of the pass
+
+    def close(self, key: np.int64) -> np.int64:
+        with self.lock:
+            it = self.live.pop(int(key), None)
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()  # a generator's finally: stops the loader's decode threads
+        return np.int64(0)
+
+
+def batch_source(start: Callable[[], Iterator[tuple[np.ndarray, ...]]], parts: tuple[tf.TensorSpec, ...],
+                 assemble: Callable[..., Any], element_spec: Any) -> tf.data.Dataset:
+    """Elements ``assemble(*batch)`` for each tuple ``batch`` that ``start()`` yields.
+
+    ``start`` is called once per pass over the dataset (each ``iter(ds)``); the tuples must
+    match ``parts`` (dtype and shape) exactly: nothing re-checks them on this path.
+    """
+    if _GeneratorDataset is None:  # pragma: no cover
+        return tf.data.Dataset.from_generator(start, output_signature=parts).map(assemble)
+    passes = _Passes(start)
+    dtypes = [s.dtype for s in parts]
+
+    @tf.autograph.experimental.do_not_convert
+    def init_fn(_: Any) -> tf.Tensor:
+        return tf.numpy_function(passes.open, [], tf.int64, stateful=True)
+
+    @tf.autograph.experimental.do_not_convert
+    def next_fn(key: tf.Tensor) -> Any:
+        flat = tf.numpy_function(passes.next, [key], dtypes, stateful=True)
+        for tensor, spec in zip(flat, parts):
+            tensor.set_shape(spec.shape)
+        return assemble(*flat)
+
+    @tf.autograph.experimental.do_not_convert
+    def finalize_fn(key: tf.Tensor) -> tf.Tensor:
+        return tf.numpy_function(passes.close, [key], tf.int64, stateful=True)
+
+    @tf.autograph.experimental.do_not_convert
+    def one_pass(dummy: tf.Tensor) -> tf.data.Dataset:
+        return _GeneratorDataset(dummy, init_fn, next_fn, finalize_fn, element_spec)
+
+    # As from_generator: the flat_map gives every iterator (and every repetition) a new pass.
+    return tf.data.Dataset.from_tensors(np.int64(0)).flat_map(one_pass)
