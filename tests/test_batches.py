@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.batches import iter_batches
+from petastream.batches import iter_batches, read_chunk
 from petastream.mds.writer import write_mds
 from petastream.stream import StreamPlanner
 
@@ -38,3 +38,48 @@ def test_every_sample_once_in_plan_order(dataset, num_workers, shuffle):
         np.testing.assert_array_equal(cols["x"][:, 0], cols["id"] * 4.0)
         assert list(cols["s"]) == [f"s{i}" for i in cols["id"]]
     assert (ids[: len(ids) // 2] != np.arange(len(ids) // 2)).any() == shuffle
+
+
+def _text_dataset(path, n, size_limit, compression):
+    texts = ["", "ascii", "ünïcödé", "日本語", "🎉", "a\x00b"]
+    vecs = np.empty(n, dtype=object)
+    vecs[:] = [np.arange(1 + i % 4, dtype=np.int32) + i for i in range(n)]
+    data = {"id": np.arange(n),
+            "s": np.array([texts[i % len(texts)] * (i % 3) for i in range(n)], dtype=object),
+            "b": np.array([bytes([i % 256]) * (i % 5) for i in range(n)], dtype=object),
+            "v": vecs}
+    write_mds(data, str(path), columns={"id": "int", "s": "str", "b": "bytes", "v": "ndarray:int32"},
+              size_limit=size_limit, compression=compression)
+    return petastream.open(str(path)), data
+
+
+@pytest.mark.parametrize("size_limit,compression", [(1 << 26, None), (2000, "zstd"), (2000, None)],
+                         ids=["one-shard", "zstd-shards", "raw-shards"])
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_str_bytes_and_ragged_columns_in_shuffled_batches(tmp_path, size_limit, compression, world_size):
+    ds, data = _text_dataset(tmp_path / "ds", 500, size_limit, compression)
+    assert (ds.num_shards == 1) == (size_limit == 1 << 26)
+    planner = StreamPlanner(ds.shard_sizes, 32, shuffle=True, seed=3, window=200, block_size=50,
+                            world_size=world_size, rank=world_size - 1)  # the last rank pads
+    plan = planner.begin_pass()
+    seen = []
+    for _, cols in iter_batches(ds, plan, 0, 1):
+        ids = cols["id"]
+        seen.extend(ids.tolist())
+        assert cols["s"].dtype == object and cols["b"].dtype == object
+        assert list(cols["s"]) == list(data["s"][ids]) and all(type(x) is str for x in cols["s"])
+        assert list(cols["b"]) == list(data["b"][ids]) and all(type(x) is bytes for x in cols["b"])
+        assert len(cols["v"]) == len(ids)
+        for k, i in enumerate(ids):
+            np.testing.assert_array_equal(cols["v"][k], data["v"][i])
+    expected = np.concatenate([plan.batch(t) for t in range(plan.num_batches)])
+    assert seen == expected.tolist()
+
+
+def test_read_chunk_within_one_shard_keeps_chunk_order(tmp_path):
+    ds, data = _text_dataset(tmp_path / "ds", 300, 1 << 26, None)
+    planner = StreamPlanner(ds.shard_sizes, 16, shuffle=True, seed=1, window=64, block_size=32)
+    chunk = next(planner.begin_pass().chunks(0, 1))
+    block = read_chunk(ds, chunk)
+    np.testing.assert_array_equal(block["id"], chunk.ids)
+    assert list(block["s"]) == list(data["s"][chunk.ids])

@@ -1,8 +1,8 @@
 """Batches of numpy columns: the stream planner's order, decoded in bulk from an MDS dataset.
 
 The one data path under both framework adapters (torch, tf): a worker takes its chunks from an
-:class:`~petastream.stream.EpochPlan`, decodes each chunk with one bulk read per shard, puts the
-rows back into plan order with one gather, and slices batches. No per-sample Python work.
+:class:`~petastream.stream.EpochPlan`, decodes each chunk with one bulk read per shard, writes the
+rows into plan order, and slices batches. No per-sample Python work.
 """
 
 from __future__ import annotations
@@ -12,37 +12,33 @@ from typing import Any
 
 import numpy as np
 
-from petastream.mds.columns import concat_columns, take_columns
+from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
 
 __all__ = ["read_chunk", "iter_batches", "slice_columns"]
 
 
 def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> dict[str, Any]:
-    """Decode a chunk's samples into columns, in the chunk's order."""
+    """Decode a chunk's samples into columns, in the chunk's order.
+
+    A chunk inside one shard is read in its own order (each column gathered straight into
+    place); otherwise each shard's part is read in ascending id order and written into place.
+    """
     groups = chunk.by_shard()
-    parts = [ds.read_shard(g.shard, g.local_ids, columns) for g in groups]
-    if not parts:
+    if not groups:
         return ds.read_shard(0, np.zeros(0, np.int64), columns) if ds.num_shards else {}
-    block = concat_columns(parts)
-    positions = np.concatenate([g.positions for g in groups])
-    if np.array_equal(positions, np.arange(len(positions))):
-        return block  # already in order (sequential reads)
-    inverse = np.empty(len(positions), dtype=np.int64)
-    inverse[positions] = np.arange(len(positions))
-    return take_columns(block, inverse)
+    if len(groups) == 1:
+        shard = groups[0].shard
+        return ds.read_shard(shard, chunk.ids - ds.shard_offsets[shard], columns)
+    parts = [ds.read_shard(g.shard, g.local_ids, columns) for g in groups]
+    return scatter_columns(parts, [g.positions for g in groups], len(chunk.ids))
 
 
 def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any]:
     from petastream.mds.ndarray import Ragged
 
-    out = {}
-    for name, col in block.items():
-        if isinstance(col, Ragged):
-            out[name] = col.take(np.arange(start, stop))
-        else:
-            out[name] = col[start:stop]
-    return out
+    return {name: (col.slice(start, stop) if isinstance(col, Ragged) else col[start:stop])
+            for name, col in block.items()}
 
 
 def iter_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,

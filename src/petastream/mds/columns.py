@@ -9,7 +9,7 @@ import numpy as np
 
 from petastream.mds.ndarray import Ragged
 
-__all__ = ["concat_columns", "take_columns", "num_rows", "WIDEN_UNSIGNED", "widen_unsigned"]
+__all__ = ["concat_columns", "take_columns", "scatter_columns", "num_rows", "WIDEN_UNSIGNED", "widen_unsigned"]
 
 #: Unsigned dtypes that torch and TensorFlow handle poorly, and the signed type that holds them
 #: (Petastorm's mapping: uint16 -> int32, uint32 -> int64).
@@ -45,3 +45,42 @@ def concat_columns(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def take_columns(block: dict[str, Any], ids: np.ndarray) -> dict[str, Any]:
     """Rows ``ids`` of every column, in that order."""
     return {name: (col.take(ids) if isinstance(col, Ragged) else col[ids]) for name, col in block.items()}
+
+
+def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndarray], n: int) -> dict[str, Any]:
+    """One block of ``n`` rows where row ``positions[k][j]`` is row ``j`` of ``parts[k]``.
+
+    The positions of all parts together must cover ``0..n-1`` once each. Arrays are written
+    into place (one copy, no intermediate concatenation); :class:`Ragged` columns are
+    concatenated and reordered.
+    """
+    if len(parts) == 1 and np.array_equal(positions[0], np.arange(n)):
+        return parts[0]
+    out: dict[str, Any] = {}
+    for name, first in parts[0].items():
+        if isinstance(first, Ragged):
+            merged = _concat([p[name] for p in parts])
+            inverse = np.empty(n, dtype=np.int64)
+            inverse[np.concatenate(positions)] = np.arange(n)
+            out[name] = merged.take(inverse)
+            continue
+        col = np.empty((n, *first.shape[1:]), dtype=first.dtype)
+        rows = _as_items(col)
+        for part, pos in zip(parts, positions):
+            src = part[name]
+            if rows is not None and src.dtype == col.dtype:  # strided views: one copy, then items
+                rows[pos] = _as_items(np.ascontiguousarray(src))
+            else:
+                col[pos] = src
+        out[name] = col
+    return out
+
+
+def _as_items(a: np.ndarray) -> np.ndarray | None:
+    """A C-contiguous array of n-D rows as n opaque ``V<row bytes>`` items (fast to fancy-index)."""
+    if a.ndim < 2 or a.dtype.hasobject or not a.flags.c_contiguous or a.dtype.itemsize == 0:
+        return None
+    elems = int(np.prod(a.shape[1:]))
+    if elems == 0:
+        return None
+    return a.reshape(len(a), elems).view(np.dtype((np.void, a.dtype.itemsize * elems))).reshape(len(a))

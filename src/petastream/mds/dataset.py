@@ -172,24 +172,25 @@ class MDSDataset:
 
     def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""
-        from petastream.mds.columns import concat_columns, take_columns
+        from petastream.mds.columns import scatter_columns
 
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
             raise IndexError(f"sample ids out of range for a dataset of {len(self)} samples")
+        if not len(ids):
+            return self.read_shard(0, ids, columns) if self.shards else {}
         shard_of = np.searchsorted(self.shard_offsets, ids, side="right") - 1
+        if shard_of[0] == shard_of[-1] and (shard_of == shard_of[0]).all():
+            s = int(shard_of[0])  # one shard: read in the order asked, straight into place
+            return self.read_shard(s, ids - self.shard_offsets[s], columns)
         order = np.argsort(shard_of, kind="stable")
+        cuts = np.flatnonzero(np.diff(shard_of[order])) + 1
         parts, positions = [], []
-        for s in np.unique(shard_of):
-            sel = order[shard_of[order] == s]
-            parts.append(self.read_shard(int(s), ids[sel] - self.shard_offsets[s], columns))
+        for sel in np.split(order, cuts):
+            s = int(shard_of[sel[0]])
+            parts.append(self.read_shard(s, ids[sel] - self.shard_offsets[s], columns))
             positions.append(sel)
-        if not parts:
-            return self.read_shard(0, np.zeros(0, np.int64), columns) if self.shards else {}
-        merged = concat_columns(parts)
-        inverse = np.empty(len(ids), dtype=np.int64)
-        inverse[np.concatenate(positions)] = np.arange(len(ids))
-        return take_columns(merged, inverse)
+        return scatter_columns(parts, positions, len(ids))
 
     # -- shard files -------------------------------------------------------------------------
     def shard(self, i: int) -> ShardData:

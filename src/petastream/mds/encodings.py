@@ -70,6 +70,20 @@ class Encoding:
             out[i] = self.decode(buf[offsets[i] : offsets[i + 1]])
         return out
 
+    def decode_ranges(self, buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
+        """Decode value i from ``buffer[starts[i]:starts[i]+lengths[i]]``, in the order given.
+
+        The shard reader's entry point: ranges may come in any order and repeat. By default the
+        bytes are gathered into ``(offsets, data)`` for :meth:`decode_column`; ``str``/``bytes``
+        go from the buffer to Python objects through one Arrow take.
+        """
+        from petastream.mds.gather import gather_ranges
+
+        lengths = np.asarray(lengths, dtype=np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return self.decode_column(offsets, gather_ranges(buffer, starts, lengths))
+
     def __repr__(self) -> str:
         return f"<Encoding {self.name}>"
 
@@ -158,6 +172,11 @@ class Bytes(Encoding):
     def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
         return _arrow_decode(offsets, data, "binary")
 
+    def decode_ranges(self, buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        from petastream.mds.gather import gather_ranges_arrow
+
+        return _arrow_to_objects(gather_ranges_arrow(buffer, starts, lengths), "binary")
+
 
 class Str(Encoding):
     name = "str"
@@ -175,6 +194,11 @@ class Str(Encoding):
 
     def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
         return _arrow_decode(offsets, data, "string")
+
+    def decode_ranges(self, buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        from petastream.mds.gather import gather_ranges_arrow
+
+        return _arrow_to_objects(gather_ranges_arrow(buffer, starts, lengths), "string")
 
 
 def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.ndarray]:
@@ -217,15 +241,27 @@ def _arrow_decode(offsets: np.ndarray, data: np.ndarray, kind: str) -> np.ndarra
     import pyarrow as pa
 
     n = len(offsets) - 1
-    typ = pa.large_string() if kind == "string" else pa.large_binary()
     arr = pa.Array.from_buffers(
-        typ, n, [None, pa.py_buffer(offsets.astype(np.int64, copy=False)), pa.py_buffer(data)]
+        pa.large_binary(), n, [None, pa.py_buffer(offsets.astype(np.int64, copy=False)), pa.py_buffer(data)]
     )
+    try:
+        arr.validate(full=True)  # offsets inside the data, before anything reads through them
+    except pa.ArrowInvalid as e:
+        raise EncodingError(f"'{kind_name(kind)}' column: offsets do not fit the data: {e}") from e
+    return _arrow_to_objects(arr, kind)
+
+
+def _arrow_to_objects(arr: Any, kind: str) -> np.ndarray:
+    """A ``large_binary`` Arrow array -> object array of ``bytes``, or of ``str`` (UTF-8 checked)."""
+    import pyarrow as pa
+
     if kind == "string":
         try:
-            arr.validate(full=True)
+            arr = arr.cast(pa.large_string())  # zero-copy; validates UTF-8
         except pa.ArrowInvalid as e:
             raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
+    if len(arr) == 0:
+        return np.empty(0, dtype=object)
     return arr.to_numpy(zero_copy_only=False)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from petastream.errors import EncodingError, FormatError
 from petastream.mds.encodings import Encoding
+from petastream.mds.gather import gather_ranges
 
 __all__ = ["NDArray", "Ragged", "DTYPE_CODES", "gather_ranges"]
 
@@ -172,17 +173,6 @@ class NDArray(Encoding):
         return Ragged(values, voff)
 
 
-def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenate ``data[starts[i]:starts[i]+lengths[i]]`` for all i, vectorised."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.uint8)
-    out_starts = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=out_starts[1:])
-    idx = np.repeat(starts - out_starts, lengths) + np.arange(total, dtype=np.int64)
-    return data[idx]
-
-
 def _list_array_parts(values: Any, dtype: np.dtype | None) -> tuple[np.ndarray, np.ndarray] | None:
     """``(lengths, flat values)`` of an Arrow list column, or None for other inputs."""
     import pyarrow as pa
@@ -270,6 +260,11 @@ class Ragged:
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return Ragged(values, offsets)
+
+    def slice(self, start: int, stop: int) -> Ragged:
+        """Rows ``start:stop`` (``0 <= start <= stop <= len``) as views, without a copy."""
+        offsets = self.offsets[start : stop + 1]
+        return Ragged(self.values[offsets[0] : offsets[-1]], offsets - offsets[0])
 
     def to_list(self) -> list[np.ndarray]:
         return [self[i] for i in range(len(self))]

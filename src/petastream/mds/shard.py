@@ -10,12 +10,14 @@ Layout (all little-endian, Mosaic's ``MDSWriter.encode_joint_shard``)::
 A sample's payloads follow the sorted column order with no padding; only variable-size columns
 carry a length. Readers use the offsets table alone.
 
-Bulk decode: in an all-fixed-size layout every sample has the same size and samples are
-contiguous, so the data region *is* a packed structured array and each column is one strided
-view (no copy, no loop). Otherwise the per-sample length headers are gathered with one fancy
-index, column start positions follow by cumulative sums, fixed columns are gathered as
-``(n, size)`` byte matrices and viewed as their dtype, and variable columns become
-``(offsets, bytes)`` pairs decoded by their encoding in one call.
+Bulk decode (``ids`` in any order, repeats allowed): in an all-fixed-size layout every sample
+has the same size and samples are contiguous, so the data region *is* a packed structured array
+and each column is one strided view (no copy, no loop; a selection copies whole records). Otherwise
+the per-sample length headers are gathered in one call, column start positions follow by
+cumulative sums and are checked against the sample sizes, fixed columns are gathered as
+``(n, size)`` byte matrices and viewed as their dtype, and each variable column's ranges go to
+its encoding's ``decode_ranges`` (``str``/``bytes``: one Arrow take, then Python objects), all
+through :mod:`petastream.mds.gather`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from petastream.errors import CorruptShardError
+from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
 
 __all__ = ["build_shard", "ShardData"]
@@ -134,8 +137,8 @@ class ShardData:
         if n and int(self.offsets[-1]) - start != n * dtype.itemsize:
             raise CorruptShardError(f"shard {self.name}: sample sizes do not match the fixed-size columns")
         table = np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
-        if ids is not None:
-            table = table[ids]
+        if ids is not None:  # rows as opaque items: a fancy index of a structured array is far slower
+            table = table.view(np.dtype((np.void, dtype.itemsize)))[ids].view(dtype)
         return {c: table[c] for c in wanted}
 
     def _read_mixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
@@ -144,32 +147,29 @@ class ShardData:
         ends = self.offsets[1:] if ids is None else self.offsets[ids + 1]
         n = len(starts)
         nvar = len(layout.var_positions)
-        var_sizes = (
-            self.u8[starts[:, None] + np.arange(4 * nvar)].view("<u4").astype(np.int64)
-            if n else np.zeros((0, nvar), np.int64)
-        )
+        if n and (ends - starts < 4 * nvar).any():
+            raise CorruptShardError(f"shard {self.name}: a sample is shorter than its column-size header")
+        var_sizes = gather_rows(self.u8, starts, 4 * nvar).view("<u4").astype(np.int64)
+        # Where every column starts, checked against the sample sizes before anything is decoded.
         pos = starts + 4 * nvar
-        out: dict[str, Any] = {}
+        where: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         k = 0
-        for name, enc, size in zip(layout.names, layout.encodings, layout.sizes):
-            lengths = var_sizes[:, k] if size is None else None
+        for name, size in zip(layout.names, layout.sizes):
+            lengths = None
             if size is None:
+                lengths = var_sizes[:, k]
                 k += 1
-            if name in wanted:
-                if size is not None:
-                    raw = self.u8[pos[:, None] + np.arange(size)] if n else np.zeros((0, size), np.uint8)
-                    out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
-                else:
-                    out[name] = enc.decode_column(*self._gather(pos, lengths))
+            where[name] = (pos, lengths)
             pos = pos + (size if size is not None else lengths)
         if n and not np.array_equal(pos, ends):
             raise CorruptShardError(f"shard {self.name}: column sizes do not add up to the sample sizes")
-        return {c: out[c] for c in wanted}
-
-    def _gather(self, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from petastream.mds.ndarray import gather_ranges
-
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return offsets, gather_ranges(self.u8, starts, lengths)
-
+        out: dict[str, Any] = {}
+        for name in wanted:
+            enc = layout.encodings[layout.names.index(name)]
+            at, lengths = where[name]
+            if lengths is None:
+                raw = gather_rows(self.u8, at, enc.size)
+                out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
+            else:
+                out[name] = enc.decode_ranges(self.u8, at, lengths)
+        return out

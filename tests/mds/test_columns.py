@@ -1,0 +1,60 @@
+"""Column-block helpers: scatter into place, Ragged slices."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from petastream.mds.columns import scatter_columns
+from petastream.mds.ndarray import Ragged
+
+
+def _ragged(arrays):
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in arrays], out=offsets[1:])
+    return Ragged(np.concatenate(arrays) if arrays else np.zeros(0, np.int16), offsets)
+
+
+def test_scatter_columns_puts_every_row_in_place():
+    rng = np.random.default_rng(0)
+    n = 50
+    perm = rng.permutation(n)
+    cut = [0, 20, 21, 50]
+    full = {
+        "x": rng.random((n, 2, 3)).astype(np.float32),
+        "i": np.arange(n, dtype=np.int64),
+        "o": np.array([f"s{i}" * (i % 3) for i in range(n)], dtype=object),
+        "st": np.zeros(n, dtype=[("a", "<i4"), ("b", "<f8")]),
+    }
+    full["st"]["a"] = np.arange(n)
+    arrays = [np.arange(1 + i % 4, dtype=np.int16) * i for i in range(n)]
+    parts, positions = [], []
+    for a, b in zip(cut[:-1], cut[1:]):
+        pos = perm[a:b]
+        part = {k: v[pos] for k, v in full.items()}
+        part["x"] = np.asfortranarray(part["x"]) if a == 0 else part["x"]  # not C-contiguous
+        part["r"] = _ragged([arrays[p] for p in pos])
+        parts.append(part)
+        positions.append(pos)
+    out = scatter_columns(parts, positions, n)
+    for k, v in full.items():
+        assert out[k].dtype == v.dtype
+        np.testing.assert_array_equal(out[k], v)
+    assert isinstance(out["r"], Ragged) and len(out["r"]) == n
+    for i in range(n):
+        np.testing.assert_array_equal(out["r"][i], arrays[i])
+
+
+def test_scatter_of_one_part_in_order_is_that_part():
+    part = {"i": np.arange(4)}
+    assert scatter_columns([part], [np.arange(4)], 4) is part
+    out = scatter_columns([part], [np.array([3, 2, 1, 0])], 4)
+    np.testing.assert_array_equal(out["i"], [3, 2, 1, 0])
+
+
+def test_ragged_slice_is_a_view():
+    r = _ragged([np.arange(k + 1, dtype=np.int16) for k in range(5)])
+    s = r.slice(1, 4)
+    assert len(s) == 3 and np.shares_memory(s.values, r.values)
+    for k in range(3):
+        np.testing.assert_array_equal(s[k], r[k + 1])
+    assert len(r.slice(2, 2)) == 0 and len(r.slice(0, 5)) == 5

@@ -1,0 +1,134 @@
+"""Vectorised gathers: every path (fixed rows, equal lengths, Arrow take, per-byte index) equals
+plain slicing, in any order, with repeats and empty ranges, and refuses out-of-bounds ranges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from petastream.errors import EncodingError
+from petastream.mds import gather
+from petastream.mds.encodings import get_encoding
+from petastream.mds.gather import gather_ranges, gather_ranges_arrow, gather_rows
+
+
+def _reference(data: np.ndarray, starts, lengths) -> bytes:
+    return b"".join(data[s : s + n].tobytes() for s, n in zip(starts, lengths))
+
+
+@pytest.fixture
+def buf():
+    return np.random.default_rng(0).integers(0, 256, 50_000, dtype=np.uint8)
+
+
+def _disjoint_ranges(rng, n, size, *, equal=False, empties=False):
+    """``n`` non-overlapping ranges of a ``size``-byte buffer, in random order."""
+    slots = np.sort(rng.choice(size // 64, n, replace=False)) * 64
+    lengths = np.full(n, 40) if equal else rng.integers(0, 64, n)
+    if empties:
+        lengths[rng.random(n) < 0.3] = 0
+    order = rng.permutation(n)
+    return slots[order], lengths[order]
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["index", "arrow"])
+@pytest.mark.parametrize("equal", [False, True])
+@pytest.mark.parametrize("empties", [False, True])
+def test_gather_ranges_equals_slicing(buf, monkeypatch, small, equal, empties):
+    monkeypatch.setattr(gather, "SMALL_GATHER", 1 << 40 if small else 0)
+    rng = np.random.default_rng(1)
+    starts, lengths = _disjoint_ranges(rng, 500, len(buf), equal=equal, empties=empties)
+    repeat = rng.integers(0, 500, 200)  # repeated ranges, as padding repeats ids
+    starts, lengths = np.concatenate([starts, starts[repeat]]), np.concatenate([lengths, lengths[repeat]])
+    got = gather_ranges(buf, starts, lengths)
+    assert got.dtype == np.uint8 and got.flags.writeable
+    assert got.tobytes() == _reference(buf, starts, lengths)
+    arr = gather_ranges_arrow(buf, starts, lengths)
+    assert arr.to_pylist() == [buf[s : s + n].tobytes() for s, n in zip(starts, lengths)]
+
+
+@pytest.mark.parametrize("starts,lengths", [
+    ([0, 10, 5], [20, 20, 3]),      # nested and overlapping
+    ([7, 7, 7], [5, 0, 9]),         # one start, different lengths
+    ([100, 0, 100], [50, 1, 50]),   # a repeat, out of order
+])
+def test_overlapping_ranges_fall_back(buf, monkeypatch, starts, lengths):
+    monkeypatch.setattr(gather, "SMALL_GATHER", 0)
+    assert gather_ranges(buf, starts, lengths).tobytes() == _reference(buf, starts, lengths)
+    assert gather_ranges_arrow(buf, starts, lengths).to_pylist() == [
+        buf[s : s + n].tobytes() for s, n in zip(starts, lengths)
+    ]
+
+
+def test_gather_ranges_edge_cases(buf):
+    assert gather_ranges(buf, [], []).size == 0
+    assert gather_ranges(buf, [3, 9], [0, 0]).size == 0
+    assert gather_ranges(buf, [len(buf) - 4], [4]).tobytes() == buf[-4:].tobytes()
+    assert len(gather_ranges_arrow(buf, [], [])) == 0
+
+
+@pytest.mark.parametrize("fn", [gather_ranges, gather_ranges_arrow])
+@pytest.mark.parametrize("starts,lengths", [([49_997], [4]), ([-1], [2]), ([0], [-1])])
+def test_gather_ranges_refuses_out_of_bounds(buf, fn, starts, lengths):
+    with pytest.raises(IndexError, match="outside the buffer"):
+        fn(buf, starts, lengths)
+
+
+def test_gather_ranges_needs_a_byte_buffer():
+    with pytest.raises(TypeError, match="1-D uint8"):
+        gather_ranges(np.zeros(4, np.int32), [0], [1])
+    with pytest.raises(ValueError, match="2 starts but 1 lengths"):
+        gather_ranges(np.zeros(4, np.uint8), [0, 1], [1])
+
+
+def test_gather_rows(buf):
+    starts = np.random.default_rng(2).integers(0, len(buf) - 76, 1000)
+    got = gather_rows(buf, starts, 76)
+    assert got.shape == (1000, 76) and got.dtype == np.uint8 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, np.stack([buf[s : s + 76] for s in starts]))
+    assert gather_rows(buf, [], 8).shape == (0, 8)
+    assert gather_rows(buf, [5], 0).shape == (1, 0)
+    np.testing.assert_array_equal(gather_rows(buf, [len(buf) - 8], 8)[0], buf[-8:])
+    for bad in ([len(buf) - 7], [-1]):
+        with pytest.raises(IndexError, match="outside the buffer"):
+            gather_rows(buf, bad, 8)
+
+
+def test_gather_rows_reads_read_only_buffers():
+    data = np.frombuffer(bytes(range(256)) * 4, dtype=np.uint8)
+    assert not data.flags.writeable
+    np.testing.assert_array_equal(gather_rows(data, [250, 3], 2), [[250, 251], [3, 4]])
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["index", "arrow"])
+def test_str_and_bytes_decode_ranges(monkeypatch, small):
+    monkeypatch.setattr(gather, "SMALL_GATHER", 1 << 40 if small else 0)
+    values = ["", "héllo", "日本語テキスト", "", "a" * 300, "emoji 🎉", "\x00nul"]
+    raw = [v.encode() for v in values]
+    buf = np.frombuffer(b"|".join(raw), dtype=np.uint8)
+    starts = np.cumsum([0] + [len(r) + 1 for r in raw[:-1]])
+    lengths = np.array([len(r) for r in raw])
+    order = np.array([4, 1, 0, 6, 2, 1, 3, 5, 0])
+    strs = get_encoding("str").decode_ranges(buf, starts[order], lengths[order])
+    assert strs.dtype == object and list(strs) == [values[i] for i in order]
+    assert all(type(s) is str for s in strs)
+    blobs = get_encoding("bytes").decode_ranges(buf, starts[order], lengths[order])
+    assert blobs.dtype == object and list(blobs) == [raw[i] for i in order]
+    assert all(type(b) is bytes for b in blobs)
+    empty = get_encoding("str").decode_ranges(buf, [], [])
+    assert empty.dtype == object and empty.shape == (0,)
+
+
+def test_str_decode_ranges_refuses_invalid_utf8():
+    buf = np.frombuffer(b"ok\xff\xfe", dtype=np.uint8)
+    with pytest.raises(EncodingError, match="not valid UTF-8"):
+        get_encoding("str").decode_ranges(buf, [0, 2], [2, 2])
+    assert list(get_encoding("bytes").decode_ranges(buf, [2], [2])) == [b"\xff\xfe"]
+
+
+def test_generic_encodings_decode_ranges_through_the_per_sample_path():
+    raw = [b'{"a": 1}', b"[1, 2]", b'"x"']
+    buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    starts = np.array([0, 8, 14])
+    got = get_encoding("json").decode_ranges(buf, starts[[2, 0, 1]], np.array([3, 8, 6]))
+    assert list(got) == ["x", {"a": 1}, [1, 2]]
