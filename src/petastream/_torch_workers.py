@@ -33,16 +33,16 @@ class PlanBatches(torch.utils.data.IterableDataset):
 
     def __init__(self, dataset: MDSDataset, plan: Any, columns: list[str] | None,
                  transform: Callable[[dict[str, Any]], dict[str, Any]] | None,
-                 convert: Callable[[dict[str, Any]], dict[str, Any]]):
+                 convert: Callable[[dict[str, Any]], dict[str, Any]], logical: bool = True):
         self.dataset, self.plan, self.columns = dataset, plan, columns
-        self.transform, self.convert = transform, convert
+        self.transform, self.convert, self.logical = transform, convert, logical
 
     def __len__(self) -> int:
         return self.plan.num_batches
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         w, workers = worker_slot()
-        for index, batch in iter_batches(self.dataset, self.plan, w, workers, self.columns):
+        for index, batch in iter_batches(self.dataset, self.plan, w, workers, self.columns, self.logical):
             if self.transform is not None:
                 batch = self.transform(batch)
             yield index, self.convert(batch)

@@ -14,6 +14,7 @@ import numpy as np
 
 from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
+from petastream.mds.sidecar import apply_logical
 
 __all__ = ["read_chunk", "iter_batches", "slice_columns"]
 
@@ -42,9 +43,15 @@ def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any
 
 
 def iter_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
-                 columns: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order."""
+                 columns: list[str] | None = None, logical: bool = True,
+                 ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order.
+
+    ``logical``: view columns as their logical dtypes (``ds.logical_dtypes``: Spark booleans
+    stored as uint8 come back as bool); False gives the stored dtypes.
+    """
+    dtypes = ds.logical_dtypes if logical else {}
     for chunk in plan.chunks(worker_id, num_workers):
-        block = read_chunk(ds, chunk, columns)
+        block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))

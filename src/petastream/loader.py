@@ -36,7 +36,9 @@ class BatchLoader:
 
     ``num_epochs=None`` loops forever. ``rank``/``world_size`` split every global batch over
     ranks (see :class:`~petastream.stream.StreamPlanner` for padding and ``drop_last``).
-    ``transform(batch) -> batch`` runs in the decode threads.
+    ``transform(batch) -> batch`` runs in the decode threads. ``logical_types``: columns come
+    back as their logical dtypes (``dataset.logical_dtypes``, e.g. Spark booleans as bool);
+    False keeps the stored ones (uint8).
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class BatchLoader:
         window: int | None = None,
         transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         dataset_options: dict[str, Any] | None = None,
+        logical_types: bool = True,
     ):
         self.dataset = dataset if isinstance(dataset, MDSDataset) else MDSDataset(dataset, **(dataset_options or {}))
         if num_epochs is not None and (not isinstance(num_epochs, int) or num_epochs < 1):
@@ -79,6 +82,7 @@ class BatchLoader:
         self.num_workers = num_workers
         self.prefetch = prefetch
         self.transform = transform
+        self.logical_types = logical_types
         self._passes = 0
         self._active = False
 
@@ -140,7 +144,7 @@ class BatchLoader:
 
     def _produce(self, plan: Any, w: int, workers: int, q: queue.Queue, stop: threading.Event) -> None:
         try:
-            for index, batch in iter_batches(self.dataset, plan, w, workers, self.columns):
+            for index, batch in iter_batches(self.dataset, plan, w, workers, self.columns, self.logical_types):
                 if self.transform is not None:
                     batch = self.transform(batch)
                 batch = self.convert(batch)

@@ -44,7 +44,7 @@ def to_torch(col: Any) -> Any:
         return [torch.from_numpy(np.array(col[i])) for i in range(len(col))]
     if isinstance(col, np.ndarray):
         if col.dtype == object:
-            return list(col)
+            return col.tolist()
         col = col.astype(widen_unsigned(col.dtype), copy=False)
         # Packed-record views are unaligned and strided: one contiguous copy per batch.
         return torch.from_numpy(np.ascontiguousarray(col))
@@ -93,7 +93,8 @@ class TorchLoader(BatchLoader):
             return super()._run(plan)
         # Worker processes convert to tensors (shared memory on the way back); the DataLoader's
         # own pin thread pins them in this process, where CUDA lives.
-        batches = PlanBatches(self.dataset, plan, self.columns, self.transform, self.tensors)
+        batches = PlanBatches(self.dataset, plan, self.columns, self.transform, self.tensors,
+                              self.logical_types)
         return iterate_in_processes(batches, num_workers=self.num_workers, prefetch=self.prefetch,
                                     pin_memory=self.pin_memory,
                                     multiprocessing_context=self.multiprocessing_context)
@@ -149,7 +150,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         ld = self._loader
         plan = ld.planner.plan()  # each worker's copy plans the same epoch
-        for _, batch in PlanBatches(ld.dataset, plan, ld.columns, ld.transform, ld.tensors):
+        for _, batch in PlanBatches(ld.dataset, plan, ld.columns, ld.transform, ld.tensors, ld.logical_types):
             yield batch
 
 

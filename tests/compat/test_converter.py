@@ -26,12 +26,16 @@ def _local(url: str) -> str:
 
 
 def test_primitive_types_into_torch(primitive_df, converter_env):
+    from petastream.torch import loader as loader_for
+
     df = primitive_df
     conv = make_spark_converter(df)
     assert len(conv) == 2
     with conv.make_torch_dataloader(num_epochs=1) as loader:
         batch = next(iter(loader))
-    assert batch["bool_col"].dtype == torch.uint8 and batch["bool_col"].tolist() == [1, 0]
+    assert batch["bool_col"].dtype == torch.uint8 and batch["bool_col"].tolist() == [1, 0]  # as Petastorm
+    native = next(iter(loader_for(conv.cache_dir_url, 2)))
+    assert native["bool_col"].dtype == torch.bool and native["bool_col"].tolist() == [True, False]
     assert batch["float_col"].dtype == torch.float32 and batch["double_col"].dtype == torch.float32
     assert batch["short_col"].dtype == torch.int16 and batch["int_col"].dtype == torch.int32
     assert batch["long_col"].dtype == torch.int64 and batch["byte_col"].dtype == torch.int8

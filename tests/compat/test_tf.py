@@ -24,7 +24,7 @@ def test_primitive(primitive_df, converter_env):
     assert batch.str_col.dtype == tf.string and batch.bin_col.dtype == tf.string
     assert [s.decode() for s in batch.str_col.numpy()] == ["a", "héllo"]
     assert list(batch.bin_col.numpy()) == [b"\x01", b""]
-    assert batch.bool_col.numpy().tolist() == [1, 0]
+    assert batch.bool_col.dtype == tf.bool and batch.bool_col.numpy().tolist() == [True, False]
     np.testing.assert_allclose(batch.double_col.numpy(), [1.5, -1.5])
 
 

@@ -51,7 +51,8 @@ class LoaderBase:
         # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
         size = self.batch_size or max(1, len(self.reader.dataset))
         worker_type = "process" if self.reader.pool_type == "process" else "thread"
-        return TorchLoader(self.reader.dataset, worker_type=worker_type,
+        # logical_types=False: Petastorm's torch loader gives booleans as uint8 tensors.
+        return TorchLoader(self.reader.dataset, worker_type=worker_type, logical_types=False,
                            **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

@@ -28,6 +28,7 @@ from petastream.mds.compression import parse_compression
 from petastream.mds.index import parse_index
 from petastream.mds.layout import ColumnLayout
 from petastream.mds.shard import ShardData
+from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
@@ -91,9 +92,20 @@ class MDSDataset:
         self.fingerprint = hashlib.blake2s(index_bytes, digest_size=16).hexdigest()
         key = hashlib.blake2s(self.url.encode() + b"\0" + index_bytes, digest_size=16).hexdigest()
         self.cache_dir = os.path.join(cache_dir or default_cache_root(), key)
+        #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
+        self.column_info = self._read_sidecar()
+        #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
+        self.logical_dtypes = logical_dtypes(self.column_info)
         self._open: OrderedDict[int, ShardData] = OrderedDict()
         self._hash_checked: set[int] = set()
         self._lock = threading.Lock()
+
+    def _read_sidecar(self) -> dict[str, dict[str, str]]:
+        try:
+            data = self.location.read_bytes(SIDECAR)
+        except FileNotFoundError:
+            return {}
+        return parse_sidecar(data, source=self.location.child_url(SIDECAR))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Open shard maps and the lock stay behind: DataLoader workers started with "spawn" and

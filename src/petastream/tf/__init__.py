@@ -5,12 +5,14 @@
 order and resumable state as :mod:`petastream.torch` (:class:`~petastream.loader.BatchLoader`):
 
 * **fed in bulk**: decode threads turn each batch into flat numpy columns; ``tf.data`` takes a
-  whole batch per generator call (one ``from_generator`` step per batch, not per row);
+  whole batch per Python call (one generator step per batch, not per row; see
+  :mod:`petastream.tf._source`);
 * **types** (see :mod:`petastream.tf._columns`): numeric columns keep their dtype (``uint16 ->
   int32``, ``uint32``/``uint64 -> int64``); ``str``/``bytes``/decimal -> ``tf.string``;
   fixed-shape arrays -> dense ``(batch, *shape)``; variable-length arrays -> ``tf.RaggedTensor``.
   ``element_spec`` is exact: the batch dimension is ``None``, or ``batch_size`` when every batch
-  is full (``drop_last``, or several ranks);
+  is full (``drop_last``, or several ranks); Spark booleans (stored as uint8, recorded in
+  ``petastream.json``) are ``tf.bool`` unless ``logical_types=False``;
 * **order**: every sample exactly once per epoch, the same order for the same seed, a new
   order each epoch; ``rank``/``world_size`` (or a ``tf.distribute.InputContext``) split every
   epoch into disjoint parts with the same number of batches on every rank;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.loader import BatchLoader
+from petastream.mds.sidecar import apply_logical
 from petastream.stream import StreamPlanner
 from petastream.tf._columns import (
     RAGGED,
@@ -97,6 +99,10 @@ class TFLoader(BatchLoader):
             return [plan_from_values(str(n), c, self.ragged, " (from transform)") for n, c in out.items()]
         encodings = self.dataset.columns
         plans = {n: plan_from_encoding(n, encodings[n], self.ragged) for n in names}
+        logical = self.dataset.logical_dtypes if self.logical_types else {}
+        for n, dtype in logical.items():  # e.g. Spark booleans stored as uint8 -> tf.bool
+            if plans.get(n) is not None:
+                plans[n] = dataclasses.replace(plans[n], dtype=np.dtype(dtype))
         unknown = [n for n, p in plans.items() if p is None]
         if unknown:  # e.g. 'ndarray' without a dtype: the first rows tell
             probe = self._probe(unknown)
@@ -110,7 +116,8 @@ class TFLoader(BatchLoader):
             raise InvalidArgumentError(
                 f"the dataset is empty, so the TensorFlow types of {names} cannot be read from "
                 "its rows; pass output_signature={column: tf.TensorSpec(...)}")
-        return self.dataset.read(np.arange(k), names)
+        probe = self.dataset.read(np.arange(k), names)
+        return apply_logical(probe, self.dataset.logical_dtypes if self.logical_types else {})
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_dict(self, steps: int | None = None) -> dict[str, Any]:
