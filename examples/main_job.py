@@ -2,7 +2,8 @@
 
 A Spark DataFrame goes through the Petastorm-compatible converter (materialized once as MDS),
 then into a few PyTorch training steps and a few Keras/TensorFlow steps, then the native
-petastream loader reads the same dataset shuffled, and ``petastream verify`` checks it.
+petastream loaders (PyTorch and tf.data) read the same dataset shuffled, and
+``petastream verify`` checks it.
 The only line that differs from a legacy Petastorm script is the import.
 """
 
@@ -71,7 +72,14 @@ def main() -> None:
 
     t = time.perf_counter()
     seen = sum(len(b["id"]) for b in native_loader(converter.cache_dir_url, 1024, shuffle=True, seed=1))
-    print(f"native loader: one shuffled epoch of {seen:,} rows in {time.perf_counter() - t:.2f}s")
+    print(f"native torch loader: one shuffled epoch of {seen:,} rows in {time.perf_counter() - t:.2f}s")
+    assert seen == ROWS
+
+    import petastream.tf as ptf
+
+    t = time.perf_counter()
+    seen = sum(int(b["id"].shape[0]) for b in ptf.dataset(converter.cache_dir_url, 1024, shuffle=True, seed=1))
+    print(f"native tf.data dataset: one shuffled epoch of {seen:,} rows in {time.perf_counter() - t:.2f}s")
     assert seen == ROWS
 
     subprocess.run([sys.executable, "-m", "petastream.cli", "verify", converter.cache_dir_url], check=True)
