@@ -83,3 +83,15 @@ def test_read_chunk_within_one_shard_keeps_chunk_order(tmp_path):
     block = read_chunk(ds, chunk)
     np.testing.assert_array_equal(block["id"], chunk.ids)
     assert list(block["s"]) == list(data["s"][chunk.ids])
+
+
+def test_chunk_size_is_bounded_by_bytes_and_not_tiny(tmp_path):
+    from petastream.batches import chunk_samples
+
+    small = str(tmp_path / "small")
+    write_mds({"id": np.arange(100)}, small)
+    assert chunk_samples(petastream.open(small), window=1) == 1 << 16  # not one read per batch
+    assert chunk_samples(petastream.open(small), window=1 << 18) == 1 << 18
+    big = str(tmp_path / "big")
+    write_mds({"img": np.zeros((4, 1 << 20), np.uint8)}, big)
+    assert chunk_samples(petastream.open(big), window=1 << 18) <= 64  # ~1 MiB rows: 64 MiB per read

@@ -16,7 +16,23 @@ from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
 
-__all__ = ["read_chunk", "iter_batches", "slice_columns"]
+__all__ = ["read_chunk", "iter_batches", "slice_columns", "chunk_samples"]
+
+_MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
+_MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
+
+
+def chunk_samples(ds: MDSDataset, window: int) -> int:
+    """Samples per bulk read (one chunk per worker is in memory at a time).
+
+    A shuffle window's ids come from a few blocks, so reading a window at once is cheap; with
+    a tiny window (Petastorm's ``shuffling_queue_capacity``) reads of one batch would cost more
+    than the decode, hence at least ``_MIN_CHUNK``. Large rows (images) cap it by bytes, so
+    memory stays bounded by the row size, not the window.
+    """
+    raw = sum(int(s["raw_data"]["bytes"]) for s in ds.shards)
+    row_bytes = max(1, raw // max(1, len(ds)))
+    return max(1, min(max(window, _MIN_CHUNK), _MAX_CHUNK_BYTES // row_bytes))
 
 
 def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> dict[str, Any]:
@@ -51,7 +67,7 @@ def iter_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int
     stored as uint8 come back as bool); False gives the stored dtypes.
     """
     dtypes = ds.logical_dtypes if logical else {}
-    for chunk in plan.chunks(worker_id, num_workers):
+    for chunk in plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window)):
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
