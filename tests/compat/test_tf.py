@@ -1,4 +1,4 @@
-"""make_tf_dataset: Petastorm's TensorFlow converter tests (spec §3.2 #1, #2, #12, #15, #16, #17, #11;
+"""make_tf_dataset: Petastorm's TensorFlow converter tests (spec §3.2 #1, #2, #11, #12, #13, #15, #16, #17;
 §3.3 test_tf_autograph), plus Petastorm's element form for arrays, transforms and a stopped reader."""
 
 from __future__ import annotations
@@ -129,3 +129,22 @@ def test_tf_pickling_remotely(spark, converter_env):
             return int(next(iter(dataset)).id[0])
 
     assert spark.sparkContext.parallelize(range(1), 1).map(first_id).collect() == [100]
+
+
+def test_tf_dataset_petastorm_args(spark, converter_env):
+    """§3.2 #13: reader arguments reach make_batch_reader, with Petastorm's overrides."""
+    from unittest import mock
+
+    from petastream.compat import spark_dataset_converter as sdc
+
+    conv = make_spark_converter(spark.range(100).repartition(2))
+    with mock.patch.object(sdc, "make_batch_reader", wraps=sdc.make_batch_reader) as reader_mock:
+        with conv.make_tf_dataset(reader_pool_type="dummy", cur_shard=1, shard_count=4):
+            pass
+        kwargs = reader_mock.call_args.kwargs
+        assert kwargs["reader_pool_type"] == "dummy" and kwargs["cur_shard"] == 1 and kwargs["shard_count"] == 4
+        assert kwargs["num_epochs"] is None and kwargs["workers_count"] == 4
+        with conv.make_tf_dataset(num_epochs=1, workers_count=2):
+            pass
+        assert reader_mock.call_args.kwargs["num_epochs"] == 1
+        assert reader_mock.call_args.kwargs["workers_count"] == 2
