@@ -44,6 +44,24 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
     return min(times)
 
 
+def epoch_result(bench: str, variant: str, n: int, epoch: Callable[[], tuple[int, float]]) -> Result:
+    """One warm-up epoch, then the best of 3 complete ones; ``epoch()`` returns (rows, seconds).
+
+    An epoch that did not deliver exactly ``n`` rows is reported, never timed.
+    """
+    try:
+        epoch()  # warm the page cache
+        runs = [epoch() for _ in range(3)]
+    except ImportError as e:
+        return Result(bench, variant, n, None, note=f"unavailable: {e}")
+    except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
+        return Result(bench, variant, n, None, note=f"failed: {type(e).__name__}: {e}"[:300])
+    bad = [r for r, _ in runs if r != n]
+    good = [sec for r, sec in runs if r == n]
+    note = f"INCOMPLETE epochs (rows {bad}, expected {n})" if bad else ""
+    return Result(bench, variant, n, min(good) if good else None, note=note)
+
+
 def report(results: list[Result], floor_variant: str | None = None) -> str:
     """A table; each row's ratio is to the floor row of the same benchmark."""
     floors = {r.benchmark: r for r in results if r.variant == floor_variant}

@@ -14,13 +14,14 @@ Rows are counted via ``id`` to confirm every epoch is complete.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 
 import numpy as np
 
 from benchmarks import peer_envs
-from benchmarks.harness import Result
+from benchmarks.harness import Result, epoch_result
 from benchmarks.torch_epoch import peer_result
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 
@@ -51,26 +52,6 @@ def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
     return rows, time.perf_counter() - t
 
 
-def petastream_rows(bench: str, url: str, n: int) -> list[Result]:
-    out = []
-    for workers in (1, 2):
-        variant = f"petastream tf.dataset, {workers} worker(s)"
-        try:
-            petastream_epoch(url, workers)  # warm-up
-            runs = [petastream_epoch(url, workers) for _ in range(3)]
-        except ImportError as e:
-            out.append(Result(bench, variant, n, None, note=f"unavailable: petastream.tf: {e}"))
-            return out
-        except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
-            out.append(Result(bench, variant, n, None, note=f"failed: {type(e).__name__}: {e}"[:300]))
-            continue
-        bad = [r for r, _ in runs if r != n]
-        note = f"INCOMPLETE epochs (rows {bad}, expected {n})" if bad else ""
-        good = [s for r, s in runs if r == n]
-        out.append(Result(bench, variant, n, min(good) if good else None, note=note))
-    return out
-
-
 def run(args: argparse.Namespace) -> list[Result]:
     results = []
     n = args.rows
@@ -80,7 +61,9 @@ def run(args: argparse.Namespace) -> list[Result]:
         bench = f"{NAME}/{workload}"
         results.append(Result(bench, FLOOR, n, min(floor(data) for _ in range(3))))
         del data
-        results += petastream_rows(bench, paths["mds"], n)
+        for workers in (1, 2):
+            results.append(epoch_result(bench, f"petastream tf.dataset, {workers} worker(s)", n,
+                                        functools.partial(petastream_epoch, paths["mds"], workers)))
         for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args):
             results.append(peer_result(bench, n, variant, res, note))
     return results

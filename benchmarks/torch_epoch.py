@@ -17,12 +17,13 @@ without its env is reported 'unavailable: <why>'.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
 
 from benchmarks import peer_envs
-from benchmarks.harness import Result
+from benchmarks.harness import Result, epoch_result
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 
 NAME = "torch_epoch"
@@ -44,12 +45,12 @@ def floor(data: dict[str, np.ndarray]) -> float:
     return time.perf_counter() - t
 
 
-def petastream_epoch(url: str, workers: int) -> float:
+def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
     from petastream.torch import loader
 
     t = time.perf_counter()
     rows = sum(len(b["id"]) for b in loader(url, BATCH, shuffle=True, seed=1, num_workers=workers))
-    return time.perf_counter() - t if rows else float("nan")
+    return rows, time.perf_counter() - t
 
 
 def peer_result(bench: str, n: int, variant: str, res: dict, note: str) -> Result:
@@ -67,9 +68,8 @@ def run(args: argparse.Namespace) -> list[Result]:
         results.append(Result(bench, FLOOR, n, min(floor(data) for _ in range(3))))
         del data
         for workers in (1, 2):
-            petastream_epoch(paths["mds"], workers)  # warm the page cache
-            best = min(petastream_epoch(paths["mds"], workers) for _ in range(3))
-            results.append(Result(bench, f"petastream loader, {workers} thread(s)", n, best))
+            results.append(epoch_result(bench, f"petastream loader, {workers} thread(s)", n,
+                                        functools.partial(petastream_epoch, paths["mds"], workers)))
         for variant, res, note in peer_envs.converter_epochs("torch", workload, paths, n, args):
             results.append(peer_result(bench, n, variant, res, note))
         mosaic = peer_envs.mosaic_epoch(paths, n, args)
