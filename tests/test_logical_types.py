@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.loader import BatchLoader
+from petastream.pipeline import BatchLoader
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.writer import write_mds
 from tests.conftest import FIXTURES

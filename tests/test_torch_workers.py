@@ -88,17 +88,24 @@ def test_bad_worker_type(url):
         loader(url, 10, worker_type="fork")
 
 
+@pytest.mark.parametrize("persistent", [False, True])
 @pytest.mark.parametrize("workers", [0, 2, 3])
-def test_iterable_dataset_in_a_plain_dataloader(url, workers):
+def test_iterable_dataset_in_a_plain_dataloader(url, workers, persistent):
     ds = MDSIterableDataset(url, 64, shuffle=True, seed=4)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                     persistent_workers=persistent and workers > 0)
     assert len(dl) == len(ds) == -(-N // 64)
-    epoch0 = _ids(dl)
-    assert epoch0 == _ids(loader(url, 64, shuffle=True, seed=4))  # same order whatever the workers
-    assert _ids(dl) == epoch0  # like DistributedSampler: the epoch moves with set_epoch
-    ds.set_epoch(1)
-    epoch1 = _ids(dl)
-    assert sorted(epoch1) == list(range(N)) and epoch1 != epoch0
+    reference = loader(url, 64, shuffle=True, seed=4)
+    epochs = [_ids(dl) for _ in range(3)]  # each DataLoader iteration is the next epoch
+    assert epochs == [_ids(reference) for _ in range(3)]  # same orders whatever the workers
+    assert all(sorted(e) == list(range(N)) for e in epochs) and epochs[0] != epochs[1] != epochs[2]
+    ds.set_epoch(1)  # as with DistributedSampler: the next iteration is epoch 1
+    assert _ids(dl) == epochs[1] and _ids(dl) == epochs[2]
+    it = iter(dl)  # epoch 3, broken off after one batch: the next iteration is all of epoch 4
+    next(it)
+    del it
+    reference.set_epoch(4)
+    assert _ids(dl) == _ids(reference)
 
 
 def test_iterable_dataset_splits_ranks(url):

@@ -16,7 +16,6 @@ logic); this module only maps the reader's plan onto it and gives the elements P
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["make_tf_dataset"]
@@ -34,14 +33,17 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
     import tensorflow as tf
 
     from petastream.compat.reader import _STOPPED
+    from petastream.pipeline import MappedRun
     from petastream.tf import TFLoader
 
+    def unless_stopped(batch: Any) -> Any:
+        if reader.stopped:
+            raise RuntimeError(_STOPPED)
+        return batch
+
     class ReaderLoader(TFLoader):
-        def _stage(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-            for batch in batches:
-                if reader.stopped:
-                    raise RuntimeError(_STOPPED)
-                yield batch
+        def _stage(self, run: Any) -> Any:
+            return MappedRun(super()._stage(run), unless_stopped)
 
     kwargs = reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0)
     loader = ReaderLoader(reader.dataset, ragged="uniform", **kwargs)

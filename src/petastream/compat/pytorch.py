@@ -2,10 +2,19 @@
 
 Each takes a :class:`~petastream.compat.reader.Reader` (what ``make_batch_reader`` returns, and
 what the converter's context manager passes as ``reader=``) and runs petastream's bulk loader
-with its plan. Batches are ``dict[str, Tensor]`` in the reader's column order; unlike
-Petastorm, string, binary and decimal columns come back as lists instead of a ``TypeError``.
-Re-iteration follows Petastorm: a new pass after a complete one restarts (with a warning);
-a second ``iter()`` while a pass is running is an error.
+(:class:`~petastream.torch.TorchLoader`) with its plan. Batches are ``dict[str, Tensor]`` in the
+reader's column order; unlike Petastorm, string, binary and decimal columns come back as lists
+instead of a ``TypeError``.
+
+Iteration: each loader owns one :class:`~petastream.torch.TorchLoader`, so each new pass is the
+next epoch in a new order, as for every petastream loader (with the converter's default
+``num_epochs=None`` one pass never ends). Petastorm's rules stay: a new pass logs Petastorm's
+"Start a new pass" warning, a second ``iter()`` while a pass is running is an error, and so is
+one after a pass failed.
+
+``DataLoader(reader, collate_fn=fn)`` with your own ``fn`` runs it as Petastorm does: on a list
+of ``batch_size`` row dicts (numpy values), in the iterating thread. The default
+``decimal_friendly_collate`` is done in bulk instead (same tensors, no per-row work).
 """
 
 from __future__ import annotations
@@ -37,23 +46,48 @@ def decimal_friendly_collate(batch: Any) -> Any:
     return default_collate(batch)
 
 
+def _check_batch_size(batch_size: Any) -> None:
+    from petastream.errors import InvalidArgumentError
+
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise InvalidArgumentError(f"batch_size must be a positive int (rows per batch), got {batch_size!r}")
+
+
+def _check_capacity(capacity: Any) -> None:
+    from petastream.errors import InvalidArgumentError
+
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise InvalidArgumentError(
+            f"shuffling_queue_capacity must be an int >= 0 (0: no shuffling queue), got {capacity!r}")
+
+
 class LoaderBase:
     def __init__(self, reader: Any, batch_size: int | None, shuffling_queue_capacity: int = 0):
+        _check_batch_size(batch_size)
+        _check_capacity(shuffling_queue_capacity)
         self.reader = reader
         self.batch_size = batch_size
         self.shuffling_queue_capacity = shuffling_queue_capacity
         self._in_iter: bool | None = None
         self._error: BaseException | None = None
+        self._loader: Any = None
 
-    def _torch_loader(self) -> Any:
-        from petastream.torch import TorchLoader
+    def _torch_loader(self, collate_fn: Any = None) -> Any:
+        """The one TorchLoader behind this loader (built on first use; each pass re-iterates it)."""
+        if self._loader is None:
+            from petastream.compat._collate import CollatingLoader
+            from petastream.torch import TorchLoader
 
-        # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
-        size = self.batch_size or max(1, len(self.reader.dataset))
-        worker_type = "process" if self.reader.pool_type == "process" else "thread"
-        # logical_types=False: Petastorm's torch loader gives booleans as uint8 tensors.
-        return TorchLoader(self.reader.dataset, worker_type=worker_type, logical_types=False,
-                           **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
+            # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
+            size = self.batch_size or max(1, len(self.reader.dataset))
+            worker_type = "process" if self.reader.pool_type == "process" else "thread"
+            # logical_types=False: Petastorm's torch loader gives booleans as uint8 tensors.
+            kwargs = dict(worker_type=worker_type, logical_types=False,
+                          **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
+            self._loader = (TorchLoader(self.reader.dataset, **kwargs) if collate_fn is None
+                            else CollatingLoader(self.reader.dataset, collate_fn, **kwargs))
+        return self._loader
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         if self._error is not None:
@@ -95,7 +129,15 @@ class DataLoader(LoaderBase):
     def __init__(self, reader: Any, batch_size: int | None = 1, collate_fn: Any = decimal_friendly_collate,
                  shuffling_queue_capacity: int = 0):
         super().__init__(reader, batch_size, shuffling_queue_capacity)
+        if not callable(collate_fn):
+            from petastream.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"collate_fn must be callable (a list of row dicts -> batch), got {collate_fn!r}")
         self.collate_fn = collate_fn
+
+    def _torch_loader(self, collate_fn: Any = None) -> Any:
+        custom = None if self.collate_fn is decimal_friendly_collate else self.collate_fn
+        return super()._torch_loader(custom)
 
 
 class BatchedDataLoader(LoaderBase):
@@ -151,3 +193,4 @@ class InMemBatchedDataLoader(LoaderBase):
 
     def __exit__(self, *exc: Any) -> None:
         pass
+

@@ -87,7 +87,7 @@ class Reader:
         self.last_row_consumed = False
 
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
-        """Keyword arguments for a :class:`~petastream.loader.BatchLoader` reading this plan.
+        """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
 
         Petastorm shuffles row groups by default and rows only through a shuffling queue: here
         blocks of samples are permuted when the reader shuffles, and samples within a window
@@ -105,7 +105,7 @@ class Reader:
         )
 
     def __iter__(self) -> Iterator[Any]:
-        from petastream.loader import BatchLoader
+        from petastream.pipeline import BatchLoader
 
         if self.stopped:
             raise RuntimeError(_STOPPED)

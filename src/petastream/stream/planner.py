@@ -145,6 +145,10 @@ class StreamPlanner:
         if epoch != self.epoch:
             self._goto(epoch, 0)
 
+    def start_epoch(self, epoch: int) -> None:
+        """Go to the start of ``epoch``, also when it is the current one."""
+        self._goto(non_negative("epoch", epoch, "the epoch number"), 0)
+
     def plan(self) -> EpochPlan:
         """A snapshot of the rest of the current epoch for this rank (no side effect)."""
         return EpochPlan(

@@ -2,7 +2,7 @@
 
 ``petastream.tf.dataset(url, batch_size=1024, shuffle=True, seed=1)`` streams an MDS dataset
 (ours or Mosaic-written) as ``dict[str, tf.Tensor]`` batches, through the same bulk reader,
-order and resumable state as :mod:`petastream.torch` (:class:`~petastream.loader.BatchLoader`):
+order and resumable state as :mod:`petastream.torch` (:class:`~petastream.pipeline.BatchLoader`):
 
 * **fed in bulk**: decode threads turn each batch into flat numpy columns; ``tf.data`` takes a
   whole batch per Python call (one generator step per batch, not per row; see

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -10,9 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.loader import BatchLoader
 from petastream.mds.sidecar import apply_logical
-from petastream.stream import StreamPlanner
+from petastream.pipeline import BatchLoader
 from petastream.tf._columns import (
     RAGGED,
     ColumnPlan,
@@ -27,8 +27,18 @@ __all__ = ["TFLoader", "dataset"]
 _RAGGED_MODES = ("ragged", "uniform")
 
 
+def _flat_parts(plans: list[ColumnPlan], batch: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    """Workers: a batch as the flat numpy parts tf.data takes (see ``ColumnPlan.to_parts``)."""
+    missing = [p.name for p in plans if p.name not in batch]
+    if missing:
+        raise InvalidArgumentError(
+            f"batch lacks columns {missing} (it has {sorted(batch)}); a transform must return "
+            "the same columns for every batch, or fix output_signature")
+    return tuple(part for p in plans for part in p.to_parts(batch[p.name]))
+
+
 class TFLoader(BatchLoader):
-    """:class:`~petastream.loader.BatchLoader` whose :meth:`as_dataset` is a ``tf.data.Dataset``.
+    """:class:`~petastream.pipeline.BatchLoader` whose :meth:`as_dataset` is a ``tf.data.Dataset``.
 
     (``loader.dataset`` stays the :class:`~petastream.mds.dataset.MDSDataset` read, as on
     every :class:`BatchLoader`.)
@@ -49,11 +59,14 @@ class TFLoader(BatchLoader):
     * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
 
-    Each iteration of the dataset runs ``num_epochs`` epochs (None: forever), each one in a new
-    order; iterating it again (Keras' next epoch) goes on with the next epoch, or resumes the
-    current one where the last iteration stopped. The loader holds one position, so one
-    iteration runs at a time: a new one ends any earlier iteration still open.
+    Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
+    as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
+    next one resumes the saved epoch. The dataset declares its cardinality (``len(loader)``
+    batches, or infinite), so Keras needs no ``steps_per_epoch``. The loader holds one
+    position, so one iteration runs at a time: a new one ends any earlier iteration still open.
     """
+
+    superseded = "stop"  # tf.data may open the next epoch's iterator before finalizing the last
 
     def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
                  input_context: Any = None, rank: int | None = None, world_size: int | None = None,
@@ -66,9 +79,7 @@ class TFLoader(BatchLoader):
         self.device = _check_device(device)
         self.ragged = ragged
         self.plans: list[ColumnPlan] = self._plan(output_signature)
-        self._generation = 0
-        self._iteration_start = self.planner.state_dict()
-        self._handed = 0  # batches the current iteration has handed to TensorFlow
+        self._convert = functools.partial(_flat_parts, self.plans)
 
     # -- types --------------------------------------------------------------------------------
     @property
@@ -129,67 +140,20 @@ class TFLoader(BatchLoader):
         that tf.data parallelizes, Keras) hold batches your loop has not seen yet, and those
         count as consumed. ``steps=k``: after the first ``k`` batches of the current iteration
         of the dataset, whatever was read ahead: pass your loop's own count (in Keras,
-        ``batch + 1`` in ``on_train_batch_end`` for a finite dataset re-iterated each epoch).
+        ``batch + 1`` in ``on_train_batch_end``).
         """
-        if steps is None:
-            return self.planner.state_dict()
-        if not isinstance(steps, int) or not 0 <= steps <= self._handed:
-            raise InvalidArgumentError(
-                f"steps must be an int in [0, {self._handed}] (the batches this iteration of the "
-                f"dataset has handed to TensorFlow so far), got {steps!r}")
-        p = self.planner
-        replay = StreamPlanner(p.shard_sizes, p.batch_size, shuffle=p.shuffle, seed=p.seed,
-                               block_size=p.block_size, window=p.window, world_size=p.world_size,
-                               rank=p.rank, drop_last=p.drop_last)
-        replay.load_state_dict(self._iteration_start)
-        while steps:  # the passes _batches made: a complete epoch moves on to the next
-            if replay.epoch_complete:
-                replay.set_epoch(replay.epoch + 1)
-            n = min(steps, replay.num_batches)
-            if n == 0:
-                break
-            replay.advance(n)
-            steps -= n
-        return replay.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self._iteration_start, self._handed = self.planner.state_dict(), 0
-
-    def set_epoch(self, epoch: int) -> None:
-        super().set_epoch(epoch)
-        self._iteration_start, self._handed = self.planner.state_dict(), 0
+        return super().state_dict(steps)
 
     # -- the stream ---------------------------------------------------------------------------
-    def convert(self, batch: dict[str, Any]) -> dict[str, Any]:
-        """Decode threads: every column to its flat numpy parts (see ``ColumnPlan.to_parts``)."""
-        missing = [p.name for p in self.plans if p.name not in batch]
-        if missing:
+    def _iteration(self, declared: int | None) -> Iterator[tuple[np.ndarray, ...]]:
+        """One iteration of the dataset: the driver's next epoch(s), a batch's parts at a time."""
+        if declared is not None and self.driver.next_iteration_len() != declared:
             raise InvalidArgumentError(
-                f"batch lacks columns {missing} (it has {sorted(batch)}); a transform must return "
-                "the same columns for every batch, or fix output_signature")
-        return {p.name: p.to_parts(batch[p.name]) for p in self.plans}
-
-    def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
-        """The generator behind ``tf.data``: ``num_epochs`` passes, a batch's parts at a time."""
-        self._generation += 1
-        me = self._generation
-        self._iteration_start, self._handed = self.planner.state_dict(), 0
-        passes = 0
-        while self.num_epochs is None or passes < self.num_epochs:
-            plan = self.planner.begin_pass()
-            if plan.num_batches == 0 and self.num_epochs is None:
-                raise InvalidArgumentError(
-                    f"an epoch of {len(self.dataset)} samples makes no batch of {self.planner.batch_size} "
-                    f"x {self.planner.world_size} ranks with drop_last=True, and num_epochs=None would "
-                    "loop forever; use a smaller batch_size or drop_last=False")
-            for batch in self._stage(self._run(plan)):
-                if me != self._generation:  # a newer iteration took over (e.g. Keras' next epoch)
-                    return
-                self.planner.advance(1)  # consumed: handed to TensorFlow
-                self._handed += 1
-                yield tuple(part for p in self.plans for part in batch[p.name])
-            passes += 1
+                f"this tf.data.Dataset declared {declared} batches per iteration, but the loader "
+                f"now stands mid-epoch (after load_state_dict) and the next iteration has "
+                f"{self.driver.next_iteration_len()}; call loader.as_dataset() again after "
+                "load_state_dict")
+        return iter(self.driver)
 
     @tf.autograph.experimental.do_not_convert
     def _assemble(self, *parts: tf.Tensor) -> dict[str, Any]:
@@ -208,13 +172,24 @@ class TFLoader(BatchLoader):
         :meth:`state_dict` counts exactly the batches a plain loop over it took. ``device``
         holds one batch in flight; see :meth:`state_dict` for pipelines that read ahead.
         """
+        self.driver.check_nonempty()  # here, not as an error from inside a tf.data op
         parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
-        ds = batch_source(self._batches, parts, self._assemble, self.element_spec)
+        # Declare the cardinality where every iteration has the same length (Keras then needs
+        # no steps_per_epoch and does not warn that it ran out of data); a loader standing
+        # mid-epoch after load_state_dict will have a short first iteration, so none then.
+        upcoming = self.driver.next_iteration_len()
+        declared = upcoming if upcoming is not None and upcoming == len(self) else None
+        ds = batch_source(functools.partial(self._iteration, declared), parts, self._assemble,
+                          self.element_spec)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding
             options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
         ds = ds.with_options(options)
+        if upcoming is None:
+            ds = ds.apply(tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY))
+        elif declared is not None:
+            ds = ds.apply(tf.data.experimental.assert_cardinality(declared))
         if self.device is not None:
             ds = ds.apply(tf.data.experimental.prefetch_to_device(self.device, buffer_size=1))
         return ds

@@ -1,12 +1,18 @@
-"""Batches of numpy columns: the stream planner's order, decoded in bulk from an MDS dataset.
+"""Decode stage: one worker's batches of a pass, read from the MDS dataset in bulk.
 
-The one data path under both framework adapters (torch, tf): a worker takes its chunks from an
-:class:`~petastream.stream.EpochPlan`, decodes each chunk with one bulk read per shard, writes the
-rows into plan order, and slices batches. No per-sample Python work.
+A worker takes its chunks from an :class:`~petastream.stream.EpochPlan` (worker ``w`` of ``W``
+owns the pass's batches ``w, w+W, ...``), decodes each chunk with one bulk read per shard,
+writes the rows into plan order, and slices batches. No per-sample Python work.
+
+Read-ahead: the plan says which shards the coming chunks need, so before decoding a chunk the
+stage announces the shards of the next ``readahead`` chunks to the dataset
+(``dataset.prefetch(shards)``, where the dataset has one: the shard cache fetches, decompresses
+and checks them in the background). Datasets without it are read on demand.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +22,7 @@ from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
 
-__all__ = ["read_chunk", "iter_batches", "slice_columns", "chunk_samples"]
+__all__ = ["read_chunk", "decode_batches", "slice_columns", "chunk_samples", "chunk_shards"]
 
 _MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
 _MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
@@ -51,6 +57,13 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
     return scatter_columns(parts, [g.positions for g in groups], len(chunk.ids))
 
 
+def chunk_shards(chunk: Any) -> list[int]:
+    """The shards a chunk reads, in the order its samples first need them."""
+    shard_of = np.searchsorted(chunk.shard_offsets, chunk.ids, side="right") - 1
+    uniq, first = np.unique(shard_of, return_index=True)
+    return [int(s) for s in uniq[np.argsort(first, kind="stable")]]
+
+
 def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any]:
     from petastream.mds.ndarray import Ragged
 
@@ -58,16 +71,34 @@ def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any
             for name, col in block.items()}
 
 
-def iter_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
-                 columns: list[str] | None = None, logical: bool = True,
-                 ) -> Iterator[tuple[int, dict[str, Any]]]:
+def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int) -> Iterator[Any]:
+    """``chunks`` unchanged, telling ``ds.prefetch`` the shards of the next ``depth`` ahead."""
+    prefetch = getattr(ds, "prefetch", None)
+    if prefetch is None or depth <= 0:
+        yield from chunks
+        return
+    ahead: deque[Any] = deque()
+    for chunk in chunks:
+        ahead.append(chunk)
+        prefetch(chunk_shards(chunk))
+        if len(ahead) > depth:
+            yield ahead.popleft()
+    while ahead:
+        yield ahead.popleft()
+
+
+def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
+                   columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order.
 
     ``logical``: view columns as their logical dtypes (``ds.logical_dtypes``: Spark booleans
-    stored as uint8 come back as bool); False gives the stored dtypes.
+    stored as uint8 come back as bool); False gives the stored dtypes. ``readahead``: chunks
+    whose shards are announced to the dataset ahead of decoding (0: none).
     """
     dtypes = ds.logical_dtypes if logical else {}
-    for chunk in plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window)):
+    chunks = plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window))
+    for chunk in _announced(ds, chunks, readahead):
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.batches import iter_batches, read_chunk
+from petastream.pipeline.decode import decode_batches as iter_batches, read_chunk
 from petastream.mds.writer import write_mds
 from petastream.stream import StreamPlanner
 
@@ -86,7 +86,7 @@ def test_read_chunk_within_one_shard_keeps_chunk_order(tmp_path):
 
 
 def test_chunk_size_is_bounded_by_bytes_and_not_tiny(tmp_path):
-    from petastream.batches import chunk_samples
+    from petastream.pipeline.decode import chunk_samples
 
     small = str(tmp_path / "small")
     write_mds({"id": np.arange(100)}, small)

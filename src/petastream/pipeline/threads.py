@@ -1,0 +1,123 @@
+"""Parallel execution in threads: ``W`` decode threads, batches handed out in plan order.
+
+Decode is numpy gathers, zstd and Arrow work that release the GIL, so threads scale without
+the cost of pickling batches between processes. Worker ``w`` produces the pass's batches
+``w, w+W, ...`` into its own bounded queue and the consumer takes batch ``t`` from queue
+``t % W``: batches come out in plan order with no reorder buffer, and memory is bounded by
+``W * (prefetch + 1)`` batches plus one decoded chunk per worker.
+
+Failure handling, so that nothing hangs:
+
+* an exception in a worker (decode, the user's transform, conversion) is handed to the
+  consumer and re-raised there with its original type;
+* a worker that ends without producing a batch it owes, or a thread that dies without a word,
+  is noticed by the consumer within ``_LIVENESS_S`` and raised as ``RuntimeError``;
+* :meth:`ThreadRun.close` (a ``break`` out of the loop, a newer iteration, garbage collection)
+  stops the workers at their next batch and joins them.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["ThreadRun"]
+
+_LIVENESS_S = 0.5  # how often a waiting consumer checks that its producer is still alive
+_JOIN_S = 5.0
+_END = object()  # a worker's last item: it has produced everything it owes
+
+
+class ThreadRun:
+    """Iterate ``num_batches`` batches produced by ``work(w, W)`` in ``num_workers`` threads."""
+
+    def __init__(self, work: Callable[[int, int], Iterator[tuple[int, Any]]], num_batches: int,
+                 num_workers: int, prefetch: int, name: str = "petastream-decode"):
+        self._n = num_batches
+        self._t = 0
+        self._workers = max(1, min(num_workers, num_batches))
+        self._queues: list[queue.Queue] = [queue.Queue(maxsize=prefetch) for _ in range(self._workers)]
+        self._stop = threading.Event()
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._produce, args=(work, w), name=f"{name}-{w}", daemon=True)
+            for w in range(self._workers)
+        ] if num_batches else []
+        for th in self._threads:
+            th.start()
+
+    def __iter__(self) -> ThreadRun:
+        return self
+
+    def __next__(self) -> Any:
+        if self._closed or self._t >= self._n:
+            raise StopIteration
+        t, w = self._t, self._t % self._workers
+        item = self._get(w)
+        if isinstance(item, BaseException):
+            self.close()
+            raise item
+        if item is _END:
+            self.close()
+            raise RuntimeError(f"decode worker {w} of {self._workers} finished without batch {t} "
+                               f"of {self._n}: its plan and the consumer's disagree")
+        index, batch = item
+        if index != t:  # a broken invariant must not silently reorder data
+            self.close()
+            raise RuntimeError(f"decode worker {w} returned batch {index}, expected {t}")
+        self._t += 1
+        return batch
+
+    def _get(self, w: int) -> Any:
+        q, th = self._queues[w], self._threads[w]
+        while True:
+            try:
+                return q.get(timeout=_LIVENESS_S)
+            except queue.Empty:
+                if self._closed:
+                    raise StopIteration from None
+                if not th.is_alive():  # it may have put its last item just before dying
+                    try:
+                        return q.get_nowait()
+                    except queue.Empty:
+                        self.close()
+                        raise RuntimeError(f"decode thread {th.name} died without producing batch "
+                                           f"{self._t} or an error") from None
+
+    def close(self) -> None:
+        """Stop the workers (they finish at their next batch) and join them."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        for q in self._queues:  # unblock producers waiting on a full queue
+            while True:
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    break
+        me = threading.current_thread()
+        for th in self._threads:
+            if th is not me:
+                th.join(timeout=_JOIN_S)
+
+    def _put(self, q: queue.Queue, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self, work: Callable[[int, int], Iterator[tuple[int, Any]]], w: int) -> None:
+        q = self._queues[w]
+        try:
+            for item in work(w, self._workers):
+                if not self._put(q, item):
+                    return
+            self._put(q, _END)
+        except BaseException as e:  # handed to the consumer, who raises it
+            self._put(q, e)

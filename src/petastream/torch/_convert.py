@@ -1,0 +1,36 @@
+"""Framework conversion for PyTorch: decoded numpy columns → tensors (runs in the workers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from petastream.mds.columns import widen_unsigned
+from petastream.mds.ndarray import Ragged
+
+__all__ = ["to_torch", "to_tensors", "to_pinned_tensors"]
+
+
+def to_torch(col: Any) -> Any:
+    """One decoded column as a tensor, or a list where a tensor cannot hold it."""
+    if isinstance(col, Ragged):
+        return [torch.from_numpy(np.array(col[i])) for i in range(len(col))]
+    if isinstance(col, np.ndarray):
+        if col.dtype == object:
+            return col.tolist()
+        col = col.astype(widen_unsigned(col.dtype), copy=False)
+        # Packed-record views are unaligned and strided: one contiguous copy per batch.
+        return torch.from_numpy(np.ascontiguousarray(col))
+    return col
+
+
+def to_tensors(batch: dict[str, Any]) -> dict[str, Any]:
+    """Decoded numpy columns -> tensors (lists where a tensor cannot hold them)."""
+    return {name: to_torch(col) for name, col in batch.items()}
+
+
+def to_pinned_tensors(batch: dict[str, Any]) -> dict[str, Any]:
+    """:func:`to_tensors`, in page-locked memory (so the host-to-device copy can be async)."""
+    return {k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in to_tensors(batch).items()}

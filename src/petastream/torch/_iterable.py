@@ -1,0 +1,126 @@
+"""``MDSIterableDataset``: the pipeline's decode work as an ``IterableDataset`` for your own
+``DataLoader``.
+
+Each iteration of the ``DataLoader`` is the next epoch, as for every petastream loader, also
+with non-persistent workers (new processes each iteration, each holding a fresh copy of the
+dataset object) and with ``num_workers=0``. The workers of one iteration must agree on its
+epoch without the main process telling them (a ``DataLoader`` calls nothing on an
+``IterableDataset`` before its workers start), so they count in a small ledger file: every
+worker calls ``iter(dataset)`` exactly once per ``DataLoader`` iteration (at start-up, or on
+resume with persistent workers), so worker ``w``'s ``k``-th call belongs to iteration ``k`` on
+every worker. ``set_epoch(e)`` restarts the count at epoch ``e``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import torch.utils.data
+from filelock import FileLock
+
+from petastream.errors import InvalidArgumentError
+from petastream.pipeline import PassWork
+from petastream.torch._convert import to_tensors
+from petastream.torch._loader import TorchLoader
+from petastream.torch._processes import worker_slot
+
+__all__ = ["MDSIterableDataset"]
+
+
+def _remove(paths: tuple[str, ...], owner: int) -> None:
+    if os.getpid() == owner:  # forked workers inherit the finalizer; only the creator cleans up
+        for p in paths:
+            try:
+                os.remove(p)
+            except FileNotFoundError:
+                pass
+
+
+class _IterationLedger:
+    """Per worker slot, how many iterations have started; and the epoch they count from."""
+
+    def __init__(self) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="petastream-iterations-", suffix=".json")
+        os.close(fd)
+        self._write({"epoch": 0, "started": {}})
+        weakref.finalize(self, _remove, (self.path, self.path + ".lock"), os.getpid())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+
+    def _lock(self) -> FileLock:
+        return FileLock(self.path + ".lock")
+
+    def _write(self, state: dict[str, Any]) -> None:
+        with open(self.path, "w") as f:
+            json.dump(state, f)
+
+    def set_epoch(self, epoch: int) -> None:
+        with self._lock():
+            self._write({"epoch": epoch, "started": {}})
+
+    def begin(self, worker_id: int, num_workers: int) -> int:
+        """The epoch of the iteration this worker's ``iter()`` belongs to."""
+        slot = f"{worker_id}/{num_workers}"
+        with self._lock():
+            with open(self.path) as f:
+                state = json.load(f)
+            k = state["started"].get(slot, 0)
+            state["started"][slot] = k + 1
+            self._write(state)
+        return int(state["epoch"]) + k
+
+
+class MDSIterableDataset(torch.utils.data.IterableDataset):
+    """An MDS dataset as batches for a ``torch.utils.data.DataLoader`` of your own.
+
+    ``DataLoader(MDSIterableDataset(url, 1024, shuffle=True), batch_size=None, num_workers=4)``:
+    each worker decodes its share of the epoch's batches (bulk, as :class:`TorchLoader`), every
+    sample comes exactly once per epoch over all workers, and the batches arrive in the same
+    order whatever ``num_workers``. Each iteration of the ``DataLoader`` is the next epoch;
+    ``set_epoch(e)`` (as with ``DistributedSampler``) makes the next one epoch ``e``. Keep
+    ``num_workers`` the same from one iteration to the next, or call ``set_epoch`` when you
+    change it. Keyword arguments are :class:`TorchLoader`'s ordering and selection ones
+    (``shuffle``, ``seed``, ``drop_last``, ``columns``, ``rank``, ``world_size``,
+    ``transform``, ...). For ``state_dict`` checkpoints and device copies handled for you, use
+    ``TorchLoader(worker_type="process")``.
+    """
+
+    def __init__(self, dataset: Any, batch_size: int = 32, **kwargs: Any):
+        for name in ("device", "pin_memory", "num_epochs", "worker_type", "num_workers", "prefetch"):
+            if name in kwargs:
+                raise InvalidArgumentError(
+                    f"MDSIterableDataset does not take {name}=: the DataLoader you wrap it in does "
+                    "the epochs, workers, prefetch and pinning (DataLoader(..., batch_size=None, "
+                    "num_workers=..., pin_memory=...))"
+                )
+        self._loader = TorchLoader(dataset, batch_size, num_workers=1, **kwargs)
+        self._ledger = _IterationLedger()
+
+    def __len__(self) -> int:
+        """Batches per epoch (per rank)."""
+        return self._loader.batches_per_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise InvalidArgumentError(f"epoch must be an int >= 0, got {epoch!r}")
+        self._ledger.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        # Not a generator: the ledger must count when the DataLoader worker calls iter(), which
+        # it does once per iteration, not at the first next().
+        ld = self._loader
+        ld.driver.check_nonempty()
+        w, workers = worker_slot()
+        ld.planner.start_epoch(self._ledger.begin(w, workers))
+        work = PassWork(ld.dataset, ld.planner.plan(), ld.columns, ld.transform, to_tensors,
+                        ld.logical_types, ld.readahead)
+        return (batch for _, batch in work(w, workers))

@@ -1,0 +1,85 @@
+"""Parallel execution in ``torch.utils.data.DataLoader`` worker processes.
+
+Threads suffice when decode is numpy/Arrow work that releases the GIL; a ``transform`` written
+in Python, or object columns (str/bytes), hold the GIL, and processes scale past it. Both run
+the same :class:`~petastream.pipeline.work.PassWork`: worker ``w`` of ``W`` produces the pass's
+batches ``w, w+W, ...``, and a ``DataLoader`` over an ``IterableDataset`` takes one item from
+each worker in turn, so batches arrive in plan order with no reordering buffer. Each item
+carries its batch index and the consumer checks it; a pass that ends short raises.
+
+The ``DataLoader`` brings the failure handling: a worker's exception is re-raised here with its
+original type, and a worker that dies (killed, out of memory) is reported within seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch.utils.data
+
+from petastream.pipeline.work import PassWork
+
+__all__ = ["PassDataset", "ProcessRun", "worker_slot"]
+
+
+def worker_slot() -> tuple[int, int]:
+    """``(worker_id, num_workers)`` of the current DataLoader worker; ``(0, 1)`` outside one."""
+    info = torch.utils.data.get_worker_info()
+    return (info.id, info.num_workers) if info is not None else (0, 1)
+
+
+class PassDataset(torch.utils.data.IterableDataset):
+    """One pass's batches, split over the DataLoader's workers; yields ``(index, batch)``."""
+
+    def __init__(self, work: PassWork):
+        self.work = work
+
+    def __len__(self) -> int:
+        return self.work.num_batches
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        return self.work(*worker_slot())
+
+
+class ProcessRun:
+    """A pass run by ``num_workers`` DataLoader worker processes, in plan order."""
+
+    def __init__(self, work: PassWork, *, num_workers: int, prefetch: int, pin_memory: bool,
+                 multiprocessing_context: Any = None):
+        self._n, self._t = work.num_batches, 0
+        self._it: Any = None
+        if self._n:
+            loader = torch.utils.data.DataLoader(
+                PassDataset(work), batch_size=None, num_workers=min(num_workers, self._n),
+                prefetch_factor=prefetch, pin_memory=pin_memory,
+                multiprocessing_context=multiprocessing_context,
+            )
+            self._it = iter(loader)
+
+    def __iter__(self) -> ProcessRun:
+        return self
+
+    def __next__(self) -> Any:
+        if self._it is None or self._t >= self._n:
+            raise StopIteration
+        try:
+            index, batch = next(self._it)
+        except StopIteration:
+            self.close()
+            raise RuntimeError(f"the decode worker processes ended after {self._t} of {self._n} "
+                               "batches: their plan and the consumer's disagree") from None
+        except BaseException:
+            self.close()
+            raise
+        if index != self._t:
+            self.close()
+            raise RuntimeError(f"decode worker returned batch {index}, expected {self._t}")
+        self._t += 1
+        return batch
+
+    def close(self) -> None:
+        it, self._it = self._it, None
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()  # now, also on an early break, not when the iterator is collected

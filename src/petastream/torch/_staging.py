@@ -1,0 +1,71 @@
+"""Device staging: batches copied to the training device ahead of the step that uses them.
+
+On CUDA, batch ``t+1``'s host-to-device copy is issued on a dedicated stream before batch ``t``
+is handed out, so the copy runs while the model computes on ``t``: the default stream, where a
+copy would queue behind the step, is left to the model. Handing a batch out makes the
+consumer's current stream wait on the copy's event (a GPU-side wait; the host does not block)
+and marks the tensors as used by that stream (``record_stream``), so the caching allocator
+cannot give their memory to the next copy while the step still reads them. With pinned host
+memory (``pin_memory``, the default for CUDA) the copies are truly asynchronous.
+
+Other devices (``mps``, ``xla``...) get a plain ``.to(device)``; ``cpu`` needs no stage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["DeviceRun"]
+
+
+def _move(batch: dict[str, Any], device: torch.device, non_blocking: bool) -> dict[str, Any]:
+    return {k: v.to(device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
+            for k, v in batch.items()}
+
+
+class DeviceRun:
+    """Wrap a pass's run: each batch arrives on ``device``, copied one batch ahead."""
+
+    def __init__(self, run: Any, device: torch.device):
+        self._run, self._device = run, device
+        self._cuda = device.type == "cuda"
+        self._stream = torch.cuda.Stream(device) if self._cuda else None
+        self._pending: tuple[dict[str, Any], Any] | None = None
+
+    def __iter__(self) -> DeviceRun:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if self._pending is None:
+            self._pending = self._issue(next(self._run))
+        ready = self._pending
+        try:
+            self._pending = self._issue(next(self._run))  # t+1's copy overlaps t's step
+        except StopIteration:
+            self._pending = None
+        return self._hand_out(*ready)
+
+    def _issue(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        if not self._cuda:
+            return _move(batch, self._device, False), None
+        with torch.cuda.stream(self._stream):
+            moved = _move(batch, self._device, True)
+            event = torch.cuda.Event()
+            event.record(self._stream)
+        return moved, event
+
+    def _hand_out(self, batch: dict[str, Any], event: Any) -> dict[str, Any]:
+        if event is None:
+            return batch
+        current = torch.cuda.current_stream(self._device)
+        current.wait_event(event)
+        for v in batch.values():
+            if isinstance(v, torch.Tensor):
+                v.record_stream(current)
+        return batch
+
+    def close(self) -> None:
+        self._pending = None
+        self._run.close()
