@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.pipeline import BatchLoader
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.writer import write_mds
+from petastream.pipeline import BatchLoader
 from tests.conftest import FIXTURES
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.pipeline.decode import decode_batches as iter_batches, read_chunk
 from petastream.mds.writer import write_mds
+from petastream.pipeline.decode import decode_batches, read_chunk
 from petastream.stream import StreamPlanner
 
 
@@ -27,7 +27,7 @@ def test_every_sample_once_in_plan_order(dataset, num_workers, shuffle):
     plan = planner.begin_pass()
     batches = {}
     for w in range(num_workers):
-        for t, cols in iter_batches(dataset, plan, w, num_workers):
+        for t, cols in decode_batches(dataset, plan, w, num_workers):
             batches[t] = cols
     assert sorted(batches) == list(range(plan.num_batches))
     ids = np.concatenate([batches[t]["id"] for t in sorted(batches)])
@@ -63,7 +63,7 @@ def test_str_bytes_and_ragged_columns_in_shuffled_batches(tmp_path, size_limit, 
                             world_size=world_size, rank=world_size - 1)  # the last rank pads
     plan = planner.begin_pass()
     seen = []
-    for _, cols in iter_batches(ds, plan, 0, 1):
+    for _, cols in decode_batches(ds, plan, 0, 1):
         ids = cols["id"]
         seen.extend(ids.tolist())
         assert cols["s"].dtype == object and cols["b"].dtype == object
