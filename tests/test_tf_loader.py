@@ -352,3 +352,46 @@ def test_errors_in_the_stream_reach_the_loop(url):
     calls.clear()
     with pytest.raises(tf.errors.OpError, match=r"column 'id': got float32 values where int64"):
         list(ptf.dataset(url, 10, transform=lambda b: (calls.append(1), changes_dtype(b))[1]))
+
+
+def test_cardinality_is_declared_so_keras_needs_no_steps_and_does_not_warn(url, caplog):
+    import logging
+    import warnings
+
+    loader = TFLoader(url, 100, shuffle=True, seed=2)  # 1000 rows: 10 batches
+    ds = loader.as_dataset()
+    assert int(ds.cardinality()) == 10 == len(loader)
+    assert int(TFLoader(url, 100, num_epochs=3).as_dataset().cardinality()) == 30
+    assert int(TFLoader(url, 100, num_epochs=None).as_dataset().cardinality()) == tf.data.INFINITE_CARDINALITY
+    epochs = []
+
+    class Epochs(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            epochs.append(loader.state_dict()["epoch"])
+
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        model.fit(ds.map(lambda b: (b["x"] / N, b["label"])), epochs=3, verbose=0, callbacks=[Epochs()])
+    said = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if "ran out of data" in m], said
+    assert epochs == [0, 1, 2]  # each Keras epoch is the next epoch, in a new order
+
+
+def test_a_dataset_built_before_a_mid_epoch_resume_says_to_rebuild(url):
+    loader = TFLoader(url, 100, shuffle=True, seed=2)
+    ds = loader.as_dataset()
+    it = iter(ds)
+    for _ in range(3):
+        next(it)
+    state = loader.state_dict()
+    del it
+    fresh = TFLoader(url, 100, shuffle=True, seed=2)
+    stale = fresh.as_dataset()
+    fresh.load_state_dict(state)
+    with pytest.raises(tf.errors.OpError, match=r"declared 10 batches .* call loader.as_dataset\(\) again"):
+        list(stale)
+    rest = fresh.as_dataset()  # built after load_state_dict: the rest of the epoch, then whole ones
+    assert int(rest.cardinality()) == tf.data.UNKNOWN_CARDINALITY
+    assert len(list(rest)) == 7

@@ -1,0 +1,69 @@
+"""compat's Petastorm DataLoader: collate_fn honoured as Petastorm does, each pass a new epoch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from petastream.compat.pytorch import BatchedDataLoader, DataLoader, decimal_friendly_collate
+from petastream.compat.reader import make_batch_reader
+from petastream.errors import InvalidArgumentError
+from petastream.mds.writer import write_mds
+
+pytestmark = pytest.mark.torch
+N = 50
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("collate") / "ds")
+    write_mds({"id": np.arange(N), "name": np.array([f"n{i}" for i in range(N)], dtype=object)}, path,
+              size_limit=300)
+    return path
+
+
+def test_a_custom_collate_fn_gets_petastorm_rows(url):
+    calls = []
+
+    def collate(rows):
+        calls.append(len(rows))
+        assert isinstance(rows, list) and isinstance(rows[0], dict) and set(rows[0]) == {"id", "name"}
+        return {"ids": torch.tensor([int(r["id"]) for r in rows]), "names": [r["name"] for r in rows]}
+
+    with DataLoader(make_batch_reader(url, num_epochs=1, shuffle_row_groups=False), batch_size=16,
+                    collate_fn=lambda rows: collate(rows)) as loader:
+        batches = list(loader)
+    assert calls == [16, 16, 16, 2]
+    assert torch.cat([b["ids"] for b in batches]).tolist() == list(range(N))
+    assert batches[0]["names"][:2] == ["n0", "n1"]
+
+
+def test_the_default_collate_is_done_in_bulk(url):
+    with DataLoader(make_batch_reader(url, num_epochs=1, shuffle_row_groups=False), batch_size=16,
+                    collate_fn=decimal_friendly_collate) as loader:
+        batch = next(iter(loader))
+    assert batch["id"].tolist() == list(range(16)) and batch["name"][:1] == ["n0"]
+
+
+def test_each_pass_is_a_new_epoch(url):
+    loader = DataLoader(make_batch_reader(url, num_epochs=1, seed=3), batch_size=10)
+    passes = [[int(i) for b in loader for i in b["id"]] for _ in range(3)]
+    assert all(sorted(p) == list(range(N)) for p in passes)
+    assert passes[0] != passes[1] != passes[2]
+
+
+@pytest.mark.parametrize("cls", [DataLoader, BatchedDataLoader])
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"batch_size": 0}, "batch_size must be a positive int"),
+    ({"batch_size": -3}, "batch_size must be a positive int"),
+    ({"shuffling_queue_capacity": -5}, "shuffling_queue_capacity must be an int >= 0"),
+])
+def test_nonsense_arguments_are_refused(url, cls, kwargs, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        cls(make_batch_reader(url, num_epochs=1), **kwargs)
+
+
+def test_collate_fn_must_be_callable(url):
+    with pytest.raises(InvalidArgumentError, match="collate_fn must be callable"):
+        DataLoader(make_batch_reader(url, num_epochs=1), collate_fn="stack")

@@ -1,0 +1,269 @@
+"""The iteration contract of every loader, property-based (see petastream.pipeline.driver).
+
+A model of the contract (epoch, batches done, whether the position was set explicitly) runs
+beside a real loader through random sequences of: full iterations, iterations broken off after
+k batches, set_epoch, and state_dict -> a new loader (other worker count or type) ->
+load_state_dict. After every step, the batches the loader yielded must be exactly the model's
+expected batches: the oracle is the planner's own per-epoch batch list, and a separate test
+checks that every epoch the oracle gives holds every sample exactly once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from petastream.mds.writer import write_mds
+from petastream.pipeline import BatchLoader
+from petastream.stream import StreamPlanner
+
+pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+N = 230  # rows, over shards of uneven size (one empty)
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("contract") / "ds")
+    write_mds({"id": np.arange(N), "x": np.arange(N, dtype=np.float32)}, path, size_limit=700)
+    return path
+
+
+# -- the loaders under test: each kind builds a loader and iterates it, giving id lists ------
+
+def _ids(batch) -> list[int]:
+    col = batch["id"] if isinstance(batch, dict) else batch.id
+    return [int(i) for i in np.asarray(col)]
+
+
+class Kind:
+    """Build one kind of loader and run one (possibly broken-off) iteration of it."""
+
+    stateful = True
+    epochs_settable = True
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def build(self, url, cfg, workers):
+        from petastream.torch import TorchLoader
+
+        wt = "process" if self.name == "process" else "thread"
+        cls = BatchLoader if self.name == "numpy" else TorchLoader
+        extra = {} if cls is BatchLoader else {"worker_type": wt}
+        return cls(url, cfg["batch_size"], shuffle=cfg["shuffle"], seed=cfg["seed"], num_epochs=cfg["num_epochs"],
+                   drop_last=cfg["drop_last"], rank=cfg["rank"], world_size=cfg["world_size"],
+                   num_workers=workers, block_size=16, window=40, **extra)
+
+    def planner(self, loader):
+        return loader.planner
+
+    def iterate(self, loader, limit):
+        out = []
+        for batch in loader:
+            out.append(_ids(batch))
+            if limit is not None and len(out) == limit:
+                break
+        return out
+
+
+class TFKind(Kind):
+    def build(self, url, cfg, workers):
+        from petastream.tf import TFLoader
+
+        loader = TFLoader(url, cfg["batch_size"], shuffle=cfg["shuffle"], seed=cfg["seed"],
+                          num_epochs=cfg["num_epochs"], drop_last=cfg["drop_last"], rank=cfg["rank"],
+                          world_size=cfg["world_size"], num_workers=workers, block_size=16, window=40)
+        loader.ds = None  # built at the first iteration: after any load_state_dict, as users do
+        return loader
+
+    def iterate(self, loader, limit):
+        if loader.ds is None:
+            loader.ds = loader.as_dataset()
+        out = []
+        it = iter(loader.ds)
+        for batch in it:
+            out.append(_ids(batch))
+            if limit is not None and len(out) == limit:
+                break
+        del it
+        return out
+
+
+class IterableKind(Kind):
+    """MDSIterableDataset in a user's DataLoader: one epoch per iteration, no state_dict."""
+
+    stateful = False
+
+    def build(self, url, cfg, workers):
+        import torch.utils.data
+
+        from petastream.torch import MDSIterableDataset
+
+        ds = MDSIterableDataset(url, cfg["batch_size"], shuffle=cfg["shuffle"], seed=cfg["seed"],
+                                drop_last=cfg["drop_last"], rank=cfg["rank"], world_size=cfg["world_size"],
+                                block_size=16, window=40)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=min(workers, 2))
+        dl.set_epoch = ds.set_epoch
+        return dl
+
+    def planner(self, loader):
+        return loader.dataset._loader.planner
+
+
+class CompatKind(Kind):
+    """petastream.compat's Petastorm DataLoader over make_batch_reader: iterate only."""
+
+    stateful = False
+    epochs_settable = False
+
+    def build(self, url, cfg, workers):
+        from petastream.compat.pytorch import DataLoader
+        from petastream.compat.reader import make_batch_reader
+
+        shard = {} if cfg["world_size"] == 1 else {"cur_shard": cfg["rank"], "shard_count": cfg["world_size"]}
+        reader = make_batch_reader(url, num_epochs=cfg["num_epochs"], seed=cfg["seed"], workers_count=workers,
+                                   shuffle_row_groups=cfg["shuffle"], **shard)
+        return DataLoader(reader, batch_size=cfg["batch_size"], shuffling_queue_capacity=40)
+
+    def planner(self, loader):
+        return loader._torch_loader().planner
+
+
+KINDS = {k.name: k for k in (Kind("numpy"), Kind("thread"), Kind("process"), TFKind("tf"),
+                             IterableKind("iterable"), CompatKind("compat"))}
+
+
+# -- the model -------------------------------------------------------------------------------
+
+def oracle(planner, epoch: int) -> list[list[int]]:
+    """Epoch ``epoch``'s batches for the planner's rank, from the planner alone."""
+    p = StreamPlanner(planner.shard_sizes, planner.batch_size, shuffle=planner.shuffle, seed=planner.seed,
+                      block_size=planner.block_size, window=planner.window, world_size=planner.world_size,
+                      rank=planner.rank, drop_last=planner.drop_last)
+    p.start_epoch(epoch)
+    plan = p.plan()
+    return [plan.batch(t).tolist() for t in range(plan.num_batches)]
+
+
+class Model:
+    def __init__(self, planner, num_epochs):
+        self.planner, self.num_epochs = planner, num_epochs
+        self.epoch, self.done, self.fresh = 0, 0, True
+        self.per_epoch = planner.batches_per_epoch
+
+    def iterate(self, limit):
+        if not self.fresh or self.done == self.per_epoch:
+            self.epoch, self.done = self.epoch + 1, 0
+        self.fresh = False
+        expected, passes = [], 0
+        while self.num_epochs is None or passes < self.num_epochs:
+            if limit is not None and len(expected) == limit:
+                return expected  # the loader moves to the next epoch only when asked for a batch
+            if passes:
+                self.epoch, self.done = self.epoch + 1, 0
+            for batch in oracle(self.planner, self.epoch)[self.done:]:
+                if limit is not None and len(expected) == limit:
+                    return expected
+                expected.append(batch)
+                self.done += 1
+            passes += 1
+        return expected
+
+    def set_epoch(self, e):
+        if not (self.fresh and e == self.epoch):
+            self.epoch, self.done = e, 0
+        self.fresh = True
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("iterate"), st.none() | st.integers(1, 6)),
+    st.tuples(st.just("set_epoch"), st.integers(0, 4)),
+    st.tuples(st.just("reload"), st.sampled_from([1, 2, 4]), st.sampled_from(["thread", "process"])),
+), min_size=1, max_size=6)
+
+configs = st.fixed_dictionaries({
+    "batch_size": st.integers(7, 60), "shuffle": st.booleans(), "seed": st.integers(0, 3),
+    "drop_last": st.booleans(), "num_epochs": st.sampled_from([1, 3, None]),
+    "world_size": st.integers(1, 3), "rank_frac": st.floats(0, 0.99), "workers": st.sampled_from([1, 2, 4]),
+})
+
+
+def _check(kind: Kind, url, cfg, steps):
+    cfg = {**cfg, "rank": int(cfg["rank_frac"] * cfg["world_size"])}
+    if isinstance(kind, IterableKind):
+        cfg["num_epochs"] = 1  # a DataLoader iteration is one epoch
+    if cfg["batch_size"] * cfg["world_size"] > N and cfg["drop_last"]:
+        cfg["drop_last"] = False  # zero-batch epochs have their own test
+    loader = kind.build(url, cfg, cfg["workers"])
+    model = Model(kind.planner(loader), cfg["num_epochs"])
+    if kind.stateful or isinstance(kind, IterableKind):
+        assert (len(loader) if cfg["num_epochs"] is not None else model.per_epoch) == model.per_epoch * (
+            cfg["num_epochs"] or 1)
+    for op in steps:
+        if op[0] == "iterate":
+            limit = op[1]
+            if cfg["num_epochs"] is None and limit is None:
+                limit = model.per_epoch + 2  # forever: a bounded take across an epoch boundary
+            got = kind.iterate(loader, limit)
+            assert got == model.iterate(limit), (op, cfg)
+        elif op[0] == "set_epoch" and kind.epochs_settable:
+            loader.set_epoch(op[1])
+            model.set_epoch(op[1])
+        elif op[0] == "reload" and kind.stateful:
+            state = loader.state_dict()
+            loader = KINDS[op[2] if kind.name in ("thread", "process") else kind.name].build(url, cfg, op[1])
+            loader.load_state_dict(state)
+            model.fresh = True
+
+
+_fast = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+_slow = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@_fast
+@given(cfg=configs, steps=ops)
+def test_contract_numpy_and_threads(url, cfg, steps):
+    _check(KINDS["numpy" if cfg["seed"] % 2 else "thread"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_processes(url, cfg, steps):
+    _check(KINDS["process"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_tf(url, cfg, steps):
+    _check(KINDS["tf"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_iterable_dataset(url, cfg, steps):
+    _check(KINDS["iterable"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_compat(url, cfg, steps):
+    _check(KINDS["compat"], url, cfg, steps)
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch_size=st.integers(1, 80), world_size=st.integers(1, 3), drop_last=st.booleans(),
+       shuffle=st.booleans(), epoch=st.integers(0, 5))
+def test_oracle_epochs_hold_every_sample_exactly_once(url, batch_size, world_size, drop_last, shuffle, epoch):
+    loader = BatchLoader(url, batch_size, shuffle=shuffle, seed=1, block_size=16, window=40)
+    ids = []
+    for rank in range(world_size):
+        p = StreamPlanner(loader.dataset.shard_sizes, batch_size, shuffle=shuffle, seed=1, block_size=16,
+                          window=40, world_size=world_size, rank=rank, drop_last=drop_last)
+        ids += [i for b in oracle(p, epoch) for i in b]
+    gbs = batch_size * world_size
+    if drop_last:
+        assert len(ids) == N // gbs * gbs and len(set(ids)) == len(ids)
+    else:
+        assert set(ids) == set(range(N)) and len(ids) - N < gbs  # padding evens the ranks out
