@@ -89,18 +89,28 @@ class Reader:
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
 
-        Petastorm shuffles row groups by default and rows only through a shuffling queue: here
-        blocks of samples are permuted when the reader shuffles, and samples within a window
-        of ``shuffling_queue_capacity`` rows (or the default window with ``shuffle_rows``).
+        A migrated script must not train on less-shuffled data than it did under Petastorm,
+        whose parallel readers interleave several shuffled row groups before its shuffling
+        queue mixes them. So: when the reader shuffles (``shuffle_row_groups``, the default, or
+        ``shuffle_rows``), blocks of samples are permuted and shuffled within the native
+        loader's window (or ``shuffling_queue_capacity`` rows, if larger): at least Petastorm's
+        mixing, at the native loader's speed. Without them, a shuffling queue still shuffles
+        within windows of its capacity (shards in a permuted order, each kept whole); with
+        neither, the order is sequential.
         """
-        window = None
-        if self.shuffle and not self.shuffle_rows:
-            window = max(1, int(shuffling_queue_capacity or 1))
+        from petastream.stream import DEFAULT_WINDOW
+
+        capacity = int(shuffling_queue_capacity or 0)
+        shuffle, window, block_size = self.shuffle, None, None
+        if self.shuffle:
+            window = max(DEFAULT_WINDOW, capacity)
+        elif capacity > 1:
+            shuffle, window, block_size = True, capacity, 1 << 62  # blocks are cut at shard ends
         spec = self.transform_spec
         return dict(
-            batch_size=batch_size, shuffle=self.shuffle, seed=self.seed, num_epochs=self.num_epochs,
+            batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
-            world_size=self.world_size, window=window,
+            world_size=self.world_size, window=window, block_size=block_size,
             transform=functools.partial(transform_batch, spec) if spec else None,  # picklable
         )
 
