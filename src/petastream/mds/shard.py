@@ -33,8 +33,9 @@ from petastream.mds.layout import ColumnLayout
 __all__ = ["build_shard", "ShardData"]
 
 
-def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: bytes | np.ndarray) -> bytes:
-    """Assemble shard bytes from concatenated sample payloads and their sizes."""
+def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> bytes:
+    """Assemble shard bytes from the sample payloads (one buffer, or a list of buffers that
+    concatenate to them: joined once, with no intermediate copy) and their sizes."""
     n = len(sample_sizes)
     header = np.empty(n + 2, dtype="<u4")
     header[0] = n
@@ -46,7 +47,8 @@ def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: bytes | n
     if offsets[-1] >= 1 << 32:
         raise CorruptShardError(f"a shard of {offsets[-1]} bytes exceeds the 4 GiB MDS limit; lower size_limit")
     header[1:] = offsets
-    return b"".join((header.tobytes(), config_json, memoryview(payload).cast("B")))
+    parts = payload if isinstance(payload, list) else [payload]
+    return b"".join((header.tobytes(), config_json, *(memoryview(p).cast("B") for p in parts)))
 
 
 class ShardData:
