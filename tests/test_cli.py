@@ -53,6 +53,7 @@ def test_usage_errors_exit_2(capsys):
 
 @pytest.mark.parametrize("argv", [["migrate", "/nonexistent"], ["migrate", ".", "/nonexistent"]])
 def test_migrate_a_missing_path_is_a_usage_error(argv, capsys):
+    pytest.importorskip("libcst")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err == "petastream migrate: no such file or directory: /nonexistent\n"

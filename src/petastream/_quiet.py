@@ -60,8 +60,9 @@ def filtered_native_stderr(noise: tuple[str, ...]) -> Iterator[None]:
 
 def import_tensorflow() -> ModuleType:
     """``import tensorflow``, without its start-up lines (Python-side logs at WARNING+)."""
-    if "tensorflow" in sys.modules:
-        return sys.modules["tensorflow"]
+    loaded = sys.modules.get("tensorflow")
+    if loaded is not None:
+        return loaded
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     with filtered_native_stderr(TF_STARTUP_NOISE):
         import tensorflow as tf
