@@ -51,12 +51,16 @@ def test_usage_errors_exit_2(capsys):
     assert exit_info.value.code == 2
 
 
-@pytest.mark.parametrize("argv", [["migrate", "/nonexistent"], ["migrate", ".", "/nonexistent"]])
-def test_migrate_a_missing_path_is_a_usage_error(argv, capsys):
+@pytest.mark.parametrize("argv, missing", [
+    (["migrate", "/nonexistent"], "/nonexistent"),
+    (["migrate", "--check", "/nonexistent", "/gone"], "/nonexistent, /gone"),
+])
+def test_migrate_nothing_that_exists_is_a_usage_error(argv, missing, capsys):
     pytest.importorskip("libcst")
     assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err == "petastream migrate: no such file or directory: /nonexistent\n"
+    captured = capsys.readouterr()
+    assert captured.err == f"petastream migrate: no such file or directory: {missing}\n"
+    assert captured.out == ""
 
 
 @pytest.mark.parametrize("argv", [["migrate", "--help"], ["migrate", "."]])

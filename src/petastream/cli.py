@@ -29,7 +29,7 @@ _COMMANDS = {
     "bench": ("petastream.bench", "measure the data path: rows/s and MB/s of the loaders"),
     "migrate": ("petastream.migrate.cli", "rewrite Petastorm code to use petastream.compat"),
 }
-# subcommands whose positional PATHs are local files or directories that must exist
+# subcommands whose positional PATHs are local files or directories (at least one must exist)
 _LOCAL_PATHS = {"migrate": "paths"}
 
 
@@ -64,11 +64,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 
 def _check_paths(command: str, args: argparse.Namespace) -> None:
+    """Nothing to work on at all is a usage error. When only some paths are missing, the
+    command reports them itself and still processes the others (``migrate``'s contract)."""
     attr = _LOCAL_PATHS.get(command)
     paths = getattr(args, attr) if attr else []
-    for path in paths:
-        if not os.path.exists(path):
-            raise UsageError(f"no such file or directory: {path}")
+    missing = [p for p in paths if not os.path.exists(p)]
+    if paths and len(missing) == len(paths):
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
 
 
 def main(argv: list[str] | None = None) -> int:
