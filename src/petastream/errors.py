@@ -43,8 +43,10 @@ class CorruptShardError(PetastreamError, OSError):
     """A shard file is truncated, has the wrong size or hash, or a broken offsets table."""
 
 
-class MissingExtraError(PetastreamError, ImportError):
-    """An optional dependency is needed; the message names the extra to install."""
+class MissingExtraError(PetastreamError, ModuleNotFoundError):
+    """An optional dependency is needed; the message names the extra to install.
+    A ``ModuleNotFoundError`` (so also an ``ImportError``): ``except`` clauses written for
+    Python's own error keep working."""
 
 
 class StorageError(PetastreamError, OSError):

@@ -94,6 +94,9 @@ _cache_df_meta_list_lock = threading.Lock()
 
 
 def _get_spark_session() -> Any:
+    from petastream._extras import require
+
+    require("pyspark", "petastream.compat.make_spark_converter")
     from pyspark import TaskContext
     from pyspark.sql import SparkSession
 

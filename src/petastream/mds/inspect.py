@@ -143,5 +143,6 @@ def run_verify(args: argparse.Namespace) -> int:
     report = verify(ds)
     for url, problem in report.damaged:
         print(f"DAMAGED {url}: {problem}")
-    print(f"{report.checked} shard files checked, {len(report.damaged)} damaged")
+    files = "shard file" if report.checked == 1 else "shard files"
+    print(f"{report.checked} {files} checked, {len(report.damaged)} damaged")
     return 0 if report.ok else 1

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import re
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,7 +100,7 @@ def materialize(
     array_lengths: str | Mapping[str, int | None] = "infer",
     nested: str = "error",
     reuse: bool = True,
-    keep_at_exit: bool = False,
+    keep_at_exit: bool | None = None,
     storage_options: dict | None = None,
     spark: Any = None,
     progress_interval: float = 10.0,
@@ -119,9 +118,13 @@ def materialize(
     or ``{col: n}``;
     ``nested``: ``'error'`` or ``'json'`` (see :mod:`petastream.spark.schema`).
     ``reuse``: look the dataset up first (in-process, then by content key).
-    ``keep_at_exit``: keep the dataset when the interpreter exits (default: delete it, as
-    Petastorm does). ``progress_interval``: seconds between progress lines while the job runs
-    (classic Spark, logger ``petastream.spark`` at INFO; 0 disables).
+    ``keep_at_exit``: keep the dataset when the interpreter exits. Default (None): keep it when
+    ``parent_url`` is given (you named the destination: materialize in one job, train in
+    another), delete it when the location came from the Spark conf (a cache directory, deleted
+    at exit as Petastorm does). ``MaterializedDataset.delete()`` deletes it at any time.
+    ``progress_interval``: seconds between progress lines while the write job runs, classic
+    Spark or Spark Connect (pyspark >= 4); shown only with the logger ``petastream.spark`` at
+    INFO, as a tqdm bar on a terminal (see :mod:`petastream.spark._progress`); 0 disables.
     """
     start = time.perf_counter()
     check_dtype(dtype)
@@ -136,6 +139,8 @@ def materialize(
             return describe(path, storage_options, reused=True, seconds=time.perf_counter() - start)
         spark = spark or _active_session()
         df = spark.read.parquet(path)
+    if keep_at_exit is None:
+        keep_at_exit = parent_url is not None
     parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
     options = {"compression": compression, "hashes": sorted(hashes or []),
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
@@ -184,8 +189,9 @@ def parent_cache_dir(session: Any) -> str:
 
 
 def _active_session() -> Any:
-    from pyspark.sql import SparkSession
+    from petastream._extras import require
 
+    SparkSession = require("pyspark.sql", "petastream.spark.materialize").SparkSession
     return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
 
 
@@ -394,7 +400,9 @@ def _task_message(e: BaseException) -> str:
 
 
 def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
-    """Collect the per-task rows, with a progress thread on classic Spark."""
+    """Collect the per-task rows, reporting progress (classic and Connect, see ``_progress``)."""
+    from petastream.spark._progress import track
+
     sc = None
     if not type(out_df).__module__.startswith("pyspark.sql.connect"):
         try:
@@ -402,51 +410,15 @@ def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
         except Exception:
             sc = None
     group = f"petastream-{key[:12]}-{time.monotonic_ns()}"
-    progress = None
     old: dict[str, Any] = {}
     if sc is not None:
         for prop, value in (("spark.jobGroup.id", group),
                             ("spark.job.description", f"petastream: materialize {key[:12]}")):
             old[prop] = sc.getLocalProperty(prop)
             sc.setLocalProperty(prop, value)
-        if interval and log.isEnabledFor(logging.INFO):
-            progress = _Progress(sc, group, interval)
-            progress.start()
     try:
-        return [row.asDict() for row in out_df.collect()]
+        with track(out_df, sc, group, "materializing", log, interval):
+            return [row.asDict() for row in out_df.collect()]
     finally:
-        if progress is not None:
-            progress.stop()
         for prop, value in old.items():
             sc.setLocalProperty(prop, value)  # type: ignore[union-attr]
-
-
-class _Progress(threading.Thread):
-    """Logs task progress of the write job every ``interval`` seconds (classic Spark)."""
-
-    def __init__(self, sc: Any, group: str, interval: float):
-        super().__init__(name="petastream-progress", daemon=True)
-        self.tracker = sc.statusTracker()
-        self.group = group
-        self.interval = interval
-        self.start_time = time.perf_counter()
-        self._stop_event = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.interval):
-            try:
-                done = total = 0
-                for job in self.tracker.getJobIdsForGroup(self.group):
-                    info = self.tracker.getJobInfo(job)
-                    for stage in info.stageIds if info else []:
-                        s = self.tracker.getStageInfo(stage)
-                        if s:
-                            done += s.numCompletedTasks
-                            total += s.numTasks
-                log.info("materializing: %d/%d tasks done, %.0f s elapsed", done, total,
-                         time.perf_counter() - self.start_time)
-            except Exception:  # the context stopped: nothing more to report
-                return
