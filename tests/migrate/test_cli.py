@@ -86,11 +86,12 @@ def test_check_exits_1_when_anything_would_change(tmp_path: Path, run_cli) -> No
     assert read(tmp_path, "requirements.txt") == "petastorm==0.12.1\nnumpy\n"
 
 
-def test_manual_items_exit_1_in_every_mode(tmp_path: Path, run_cli) -> None:
+def test_manual_items_exit_3_in_every_mode_once_nothing_is_pending(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, WITH_MANUAL_ITEMS)
+    assert run_cli("--check", ".", cwd=tmp_path).code == 1  # a rewrite is pending: that wins
     for args in ([], ["--write"], ["--check"]):
         run = run_cli(*args, ".", cwd=tmp_path)
-        assert run.code == 1, args
+        assert run.code == 3, args
     assert read(tmp_path, "loader.py").splitlines()[:2] == [
         "from petastorm import make_reader",
         "from petastream.compat import TransformSpec",
@@ -102,7 +103,7 @@ def test_manual_items_exit_1_in_every_mode(tmp_path: Path, run_cli) -> None:
 
 def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, WITH_MANUAL_ITEMS)
-    assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 1
+    assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 3
     text = read(tmp_path, "loader.py")
     assert text.startswith("# TODO(petastream): petastorm.make_reader is not provided by petastream.compat; ")
     assert run_cli("--check", "--todo", ".", cwd=tmp_path).out == ""  # idempotent
@@ -127,13 +128,15 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
     assert run.code == 2
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["tool"] == "petastream migrate"
-    assert (report["version"], report["mode"], report["exit_code"]) == (1, "diff", 2)
+    assert (report["version"], report["mode"], report["exit_code"]) == (2, "diff", 2)
     assert report["summary"] == {
         "files_scanned": 4,
         "files_changed": 3,
         "files_flagged": 1,
         "files_errored": 1,
         "manual_items": 1,
+        "notes": 0,
+        "petastorm_uses_left": 1,
     }
     files = {f["path"]: f for f in report["files"]}
     assert sorted(files) == ["broken.py", "loader.py", "requirements.txt", "train.py"]
@@ -156,6 +159,8 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
         "message": "petastorm.make_reader is not provided by petastream.compat",
         "suggestion": item["suggestion"],
         "uses": ["2"],
+        "severity": "manual",
+        "keeps_petastorm": True,
     }
     assert "petastream.open(url)" in item["suggestion"]
 
@@ -173,7 +178,7 @@ def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
     }
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
     run = run_cli("--report", "r.json", "nb.ipynb", cwd=tmp_path)
-    assert run.code == 1
+    assert run.code == 3
     assert "  nb.ipynb:cell 2:2: petastorm.make_reader is not provided" in run.err
     item = json.loads(read(tmp_path, "r.json"))["files"][0]["items"][0]
     assert (item["cell"], item["line"], item["location"]) == (2, 2, "nb.ipynb:cell 2:2")
@@ -284,8 +289,9 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     assert "+++ b/train.py" in check.stdout
     assert "3 file(s) scanned, 3 would change, 1 flagged" in check.stderr
     write = subprocess.run([*command, "migrate", "--write", "-j", "2", "."], cwd=tmp_path, capture_output=True, text=True, env=env)
-    assert write.returncode == 1  # loader.py still has make_reader
+    assert write.returncode == 3  # loader.py still has make_reader
     assert read(tmp_path, "train.py").startswith("from petastream.compat import")
     helptext = subprocess.run([*command, "migrate", "--help"], capture_output=True, text=True, env=env)
     assert helptext.returncode == 0
     assert "--write" in helptext.stdout and "exit status" in helptext.stdout
+    assert "3  nothing to rewrite, but manual items remain" in helptext.stdout
