@@ -27,7 +27,7 @@ __all__ = ["Options", "file_kind", "migrate_file", "migrate_text"]
 
 _REQUIREMENTS = re.compile(r"requirements.*\.(txt|in)", re.I)
 _BOM = "\ufeff"
-_MARKERS = (b"petastorm", b"parent_cache_dir_url_conf")
+_MARKERS = (b"petastorm", b"parent_cache_dir_url_conf", b"petastream")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class Finding:
     message: str
     suggestion: str
     uses: tuple[cst.CSTNode, ...] = ()
+    severity: str = "manual"  # or "info": a note on a rewrite that was made
 
 
 @dataclass

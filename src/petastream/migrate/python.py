@@ -17,15 +17,17 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from .bindings import find_bindings
 from .imports import plan_imports
+from .pipeline import plan_pipeline
 from .plan import Finding, Plan
 from .report import ManualItem
 from .strings import plan_strings
 from .todo import add_comments, anchor_for, comments_above
 from .tree import Tree, index_tree
+from .usages import plan_usages
 
 __all__ = ["PythonResult", "migrate_python", "might_need_migration", "describe_parse_error"]
 
-_MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF")
+_MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF", "petastream.compat")
 
 
 @dataclass
@@ -57,7 +59,12 @@ def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
     scopes = wrapper.resolve(ScopeProvider)
     tree = index_tree(module)
     bindings, stars = find_bindings(tree, scopes)
-    plan = plan_imports(tree, bindings, stars).merge(plan_strings(tree))
+    policy = plan_pipeline(bindings, tree.parents)
+    plan = (
+        plan_imports(tree, bindings, stars, policy)
+        .merge(plan_strings(tree, policy.resolve))
+        .merge(plan_usages(code, tree, bindings, policy))
+    )
     items: list[ManualItem] = []
     comments: dict[cst.CSTNode, list[str]] = {}
     if plan.findings:  # positions cost a codegen pass: only when something is reported
@@ -96,6 +103,7 @@ def _item(finding: Finding, positions: Mapping[cst.CSTNode, Any]) -> ManualItem:
         message=finding.message,
         suggestion=finding.suggestion,
         uses=tuple(uses),
+        severity=finding.severity,
     )
 
 
