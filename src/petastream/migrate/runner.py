@@ -1,8 +1,16 @@
-"""Walk the given paths, migrate every file (in parallel with ``jobs > 1``), write, diff.
+"""Walk the given paths, migrate every file (in parallel), write, diff.
 
 Directories are walked recursively, skipping version-control folders, virtual environments
 (any folder holding ``pyvenv.cfg``), ``site-packages``, caches and notebook checkpoints. Files
 named explicitly are always processed. Results come back in path order whatever ``jobs`` is.
+
+Two phases make the project-wide decision: the code (Python, notebooks) is migrated first;
+where it still imports Petastorm decides, for the dependency files migrated second, whether
+petastorm stays beside petastream (:class:`~.depfile.Project`). The files of one run are one
+project: run the tool once per project for per-project decisions.
+
+``jobs=0`` (the command's default) uses one process per CPU once enough files mention
+Petastorm to pay for starting them; the others never leave this process (a byte search).
 """
 
 from __future__ import annotations
@@ -11,12 +19,15 @@ import difflib
 import fnmatch
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from .files import Options, file_kind, migrate_file
+from .depfile import Project
+from .files import DEPENDENCY_KINDS, Options, file_kind, migrate_file, needs_migration
 from .report import FileResult
 
 __all__ = ["collect_files", "migrate_paths", "write_results", "unified_diff", "Progress"]
@@ -43,6 +54,7 @@ SKIP_DIRS = frozenset(
     }
 )
 PROGRESS_MIN_FILES = 50
+PARALLEL_MIN_FILES = 16  # files to parse before jobs=0 starts worker processes
 
 
 def _skip_dir(path: Path) -> bool:
@@ -95,6 +107,14 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def cpu_count() -> int:
+    """CPUs this process may use (a container's limit, not the host's core count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def _migrate_one(args: tuple[Path, Options]) -> FileResult:
     path, options = args
     return migrate_file(path, display_path(path), options)
@@ -108,20 +128,59 @@ def migrate_paths(
     exclude: Sequence[str] = (),
     progress: Progress | None = None,
 ) -> list[FileResult]:
-    """Migrate every file under ``paths`` in memory; nothing is written."""
+    """Migrate every file under ``paths`` in memory; nothing is written.
+
+    ``jobs``: worker processes; 0 picks one per CPU when there is enough to parse.
+    """
     files, results = collect_files(paths, exclude)
-    work = [(f, options or Options()) for f in files]
+    options = options or Options()
     if progress is not None:
-        progress.start(len(work))
-    if jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            done: Iterable[FileResult] = pool.map(_migrate_one, work, chunksize=max(1, len(work) // (jobs * 8)))
-            results += _counted(done, progress)
-    else:
-        results += _counted(map(_migrate_one, work), progress)
+        progress.start(len(files))
+    code = [f for f in files if file_kind(f) not in DEPENDENCY_KINDS]
+    deps = [f for f in files if file_kind(f) in DEPENDENCY_KINDS]
+    with _Pool(jobs) as pool:
+        code_results = pool.run(code, options, progress)
+        uses = tuple(use for r in code_results for use in r.petastorm_uses())
+        project = Project(uses, code_scanned=bool(code))
+        dep_results = pool.run(deps, replace(options, project=project), progress)
     if progress is not None:
         progress.finish()
-    return sorted(results, key=lambda r: r.path)
+    return sorted([*results, *code_results, *dep_results], key=lambda r: r.path)
+
+
+class _Pool:
+    """Runs files in this process or, for enough work, in a process pool (started once)."""
+
+    def __init__(self, jobs: int) -> None:
+        self._jobs = jobs or cpu_count()
+        self._auto = jobs == 0
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+
+    def run(self, files: list[Path], options: Options, progress: Progress | None) -> list[FileResult]:
+        work, done = [], []
+        for path in files:  # files that never mention Petastorm are settled here, cheaply
+            if needs_migration(path):
+                work.append((path, options))
+            else:
+                done.append(_migrate_one((path, options)))
+        if progress is not None:
+            progress.advance(len(done))
+        threshold = PARALLEL_MIN_FILES if self._auto else 2
+        if self._jobs > 1 and len(work) >= threshold:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(max_workers=min(self._jobs, len(work)))
+            chunk = max(1, len(work) // (self._jobs * 8))
+            done += _counted(self._executor.map(_migrate_one, work, chunksize=chunk), progress)
+        else:
+            done += _counted(map(_migrate_one, work), progress)
+        return done
 
 
 def _counted(results: Iterable[FileResult], progress: Progress | None) -> list[FileResult]:
@@ -169,6 +228,8 @@ class Progress:
         self._total = 0
         self._done = 0
         self._shown = False
+        self._started = time.monotonic()
+        self._last = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -176,13 +237,20 @@ class Progress:
 
     def start(self, total: int) -> None:
         self._total, self._done = total, 0
+        self._started = time.monotonic()
 
-    def advance(self) -> None:
-        self._done += 1
-        if self.enabled and (self._done == self._total or self._done % 10 == 0):
-            self._stream.write(f"\rpetastream migrate: {self._done}/{self._total} files")
+    def advance(self, count: int = 1) -> None:
+        if count <= 0:
+            return
+        before, self._done = self._done, self._done + count
+        now = time.monotonic()
+        # every 10 files, at most 10 times a second, and always the last one
+        due = self._done == self._total or (self._done // 10 > before // 10 and now - self._last >= 0.1)
+        if self.enabled and due:
+            elapsed = now - self._started
+            self._stream.write(f"\rpetastream migrate: {self._done}/{self._total} files ({elapsed:.0f} s)")
             self._stream.flush()
-            self._shown = True
+            self._shown, self._last = True, now
 
     def finish(self) -> None:
         if self._shown:
