@@ -185,8 +185,7 @@ def test_from_import_of_submodules() -> None:
         """,
         """
         from petastream import compat as spark
-        from petastream.compat import pytorch
-        from petastream.compat import spark_dataset_converter
+        from petastream.compat import pytorch, spark_dataset_converter
 
         spark_dataset_converter._FILE_AVAILABILITY_WAIT_TIMEOUT_SECS = 2
         conv = spark.make_spark_converter(df)

@@ -246,8 +246,7 @@ def test_indented_cells_are_dedented_migrated_and_reindented() -> None:
     assert result.errors == []
     cells = json.loads(result.text)["cells"]
     assert cells[0]["source"] == [
-        "    from petastream.compat import SparkDatasetConverter, make_spark_converter\n",
-        "    from petastream.compat import TransformSpec\n",
+        "    from petastream.compat import SparkDatasetConverter, TransformSpec, make_spark_converter\n",
         "    %pip list\n",
         "    def to_tensor(pdf):\n",
         "        return pdf\n",

@@ -142,8 +142,7 @@ CASES = [
                       validation_steps=max(1, len(conv_val) // BS), epochs=E)
         """,
         """
-        from petastream.compat import TransformSpec
-        from petastream.compat import make_spark_converter
+        from petastream.compat import TransformSpec, make_spark_converter
 
         with conv_tr.make_tf_dataset(transform_spec=spec, batch_size=BS) as train_ds, \\
              conv_val.make_tf_dataset(transform_spec=spec, batch_size=BS) as val_ds:
@@ -307,11 +306,10 @@ CASES = [
         from petastorm.pytorch import DataLoader, BatchedDataLoader, InMemBatchedDataLoader
         """,
         """
-        from petastream.compat import SparkDatasetConverter, make_spark_converter
+        from petastream.compat import SparkDatasetConverter, TransformSpec, make_spark_converter
         from petastream.compat.spark_dataset_converter import SparkDatasetConverter
         from petastream.compat.spark_dataset_converter import TorchDatasetContextManager, TFDatasetContextManager, make_spark_converter
         import petastream.compat.spark_dataset_converter as petastorm_internal
-        from petastream.compat import TransformSpec
         from petastream.compat.pytorch import DataLoader as PetastormDataLoader, decimal_friendly_collate
         from petastream.compat.pytorch import DataLoader, BatchedDataLoader, InMemBatchedDataLoader
         """,
@@ -326,8 +324,8 @@ CASES = [
         """,
         """
         from petastorm import make_batch_reader, make_reader
-        from petastream.compat import TransformSpec
         from petastorm.tf_utils import make_petastorm_dataset
+        from petastream.compat import TransformSpec
         import petastorm; petastorm.make_batch_reader(url)
         """,
         ["unsupported-import", "unsupported-import", "unsupported-import", "unsupported-use"],

@@ -25,8 +25,8 @@ def test_loader_fed_by_a_petastorm_reader_stays_with_it() -> None:
         source,
         """
         from petastorm import make_reader
-        from petastream.compat import TransformSpec
         from petastorm.pytorch import DataLoader
+        from petastream.compat import TransformSpec
 
 
         def peta_loader(data_url, schema_fields, batch_size):
@@ -72,8 +72,8 @@ def test_module_attribute_forms_keep_the_pipeline_too() -> None:
         """,
         """
         import petastorm
-        import petastream.compat
         import petastorm.pytorch as pt
+        import petastream.compat
 
         with pt.BatchedDataLoader(petastorm.make_batch_reader(url), batch_size=64) as loader:
             for batch in loader:
@@ -98,9 +98,8 @@ def test_reader_on_a_converters_files_moves_with_its_loader() -> None:
             loader = BatchedDataLoader(reader, batch_size=32)
         """,
         """
-        from petastream.compat import make_batch_reader
+        from petastream.compat import make_batch_reader, make_spark_converter
         from petastream.compat.pytorch import BatchedDataLoader
-        from petastream.compat import make_spark_converter
 
         converter = make_spark_converter(df)
         with make_batch_reader(converter.file_urls, num_epochs=1) as reader:
@@ -139,8 +138,8 @@ def test_a_loader_only_handed_to_a_converter_moves_beside_a_petastorm_reader() -
         import functools
         from petastorm import make_reader
         from petastorm.pytorch import DataLoader
-        from petastream.compat.pytorch import BatchedDataLoader
         from petastream.compat import make_spark_converter
+        from petastream.compat.pytorch import BatchedDataLoader
 
         peek = make_reader(url)
         with make_spark_converter(df).make_torch_dataloader(data_loader_fn=BatchedDataLoader) as a:
@@ -212,8 +211,8 @@ def test_custom_collate_fn_is_kept_with_a_note() -> None:
         """,
         """
         import functools
-        from petastream.compat.pytorch import DataLoader
         from petastream.compat import make_spark_converter
+        from petastream.compat.pytorch import DataLoader
 
         def my_collate(rows):
             return rows

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
 from .conda import is_conda_environment, migrate_environment_yml
 from .depfile import Project
+from .import_order import ImportStyle, style_for
 from .locks import LOCK_FILES, lock_items
 from .notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
 from .packaging import migrate_pyproject, migrate_setup_cfg
@@ -43,6 +44,7 @@ class Options:
     """Settings for one run that every worker needs."""
 
     todo: bool = False  # mark manual items with "# TODO(petastream): ..." comments
+    style: ImportStyle | None = None  # the file's isort settings (set per file by migrate_file)
     # For dependency files: what the code migrated in the same run still needs (None: no
     # knowledge, the file is migrated on its own and petastorm is replaced).
     project: Project | None = None
@@ -98,6 +100,8 @@ def migrate_file(path: Path, display: str, options: Options) -> FileResult:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return FileResult(display, kind, error=f"not UTF-8 text ({err.reason} at byte {err.start})")
+    if kind not in DEPENDENCY_KINDS or kind == "setup.py":
+        options = replace(options, style=style_for(path))
     return migrate_text(text, kind, display, options, name=path.name)
 
 
@@ -133,17 +137,17 @@ _Transform = Callable[[str, Options, list[str]], tuple[str, list[ManualItem]]]
 
 
 def _python(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_python(text, todo=options.todo)
+    result = migrate_python(text, todo=options.todo, style=options.style)
     return result.code, result.items
 
 
 def _databricks(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_databricks(text, todo=options.todo)
+    result = migrate_databricks(text, todo=options.todo, style=options.style)
     return result.text, result.items
 
 
 def _notebook(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_ipynb(text, todo=options.todo)
+    result = migrate_ipynb(text, todo=options.todo, style=options.style)
     errors.extend(result.errors)
     return result.text, result.items
 

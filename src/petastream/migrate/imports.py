@@ -69,6 +69,7 @@ def plan_imports(
         replacement = _rebuild(statement, mine, decisions, emitted, parents)
         if replacement is not None:
             plan.statements[statement] = replacement
+            plan.origins.update((new, statement) for new in replacement)
     for star in stars:
         _plan_star(star, plan, policy)
     return plan

@@ -27,6 +27,7 @@ from typing import Any
 
 import libcst as cst
 
+from .import_order import ImportStyle
 from .magics import (
     MaskedCell,
     cell_language,
@@ -63,9 +64,11 @@ def is_databricks_source(text: str) -> bool:
     return text.lstrip("\ufeff").startswith(_DATABRICKS_HEADER)
 
 
-def migrate_databricks(text: str, *, todo: bool = False) -> NotebookResult:
+def migrate_databricks(
+    text: str, *, todo: bool = False, style: ImportStyle | None = None
+) -> NotebookResult:
     """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse."""
-    result = migrate_python(text, todo=todo)
+    result = migrate_python(text, todo=todo, style=style)
     lines = result.code.split("\n")
     items = list(result.items)
     keep = any(item.keeps_petastorm for item in items)
@@ -113,7 +116,7 @@ class _Cell:
     indent: str = ""  # the indentation dedent_cell removed
 
 
-def migrate_ipynb(text: str, *, todo: bool = False) -> NotebookResult:
+def migrate_ipynb(text: str, *, todo: bool = False, style: ImportStyle | None = None) -> NotebookResult:
     """Raises ValueError when ``text`` is not a notebook."""
     try:
         notebook = json.loads(text)
@@ -125,7 +128,7 @@ def migrate_ipynb(text: str, *, todo: bool = False) -> NotebookResult:
         return NotebookResult(text)
     cells = _code_cells(notebook["cells"])
     result = NotebookResult(text)
-    migrated = _migrate_cells(cells, todo, result)
+    migrated = _migrate_cells(cells, todo, result, style)
     keep = any(item.keeps_petastorm for item in result.items)
     new_sources: dict[int, str] = {}
     for cell in cells:
@@ -173,7 +176,9 @@ def _set_source(raw: dict[str, Any], new: str) -> None:
     raw["source"] = new.splitlines(keepends=True) if isinstance(raw.get("source"), list) else new
 
 
-def _migrate_cells(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_cells(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
     """Each Python cell's migrated code (masked and dedented, as the parser saw it)."""
     python = [c for c in cells if c.language == "python" and "petastorm" in c.source.lower()]
     if not python:
@@ -185,12 +190,14 @@ def _migrate_cells(cells: list[_Cell], todo: bool, result: NotebookResult) -> di
         cell.code, cell.indent = dedent_cell(cell.masked.code)
         next_index += len(cell.masked.originals)
     try:
-        return _migrate_joined(python, todo, result)
+        return _migrate_joined(python, todo, result, style)
     except cst.ParserSyntaxError:
-        return _migrate_one_by_one(python, todo, result)
+        return _migrate_one_by_one(python, todo, result, style)
 
 
-def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_joined(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
     marker = f"# petastream-migrate-cell-{uuid.uuid4().hex[:12]}"
     parts, starts = [], []
     line = 1
@@ -199,7 +206,9 @@ def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> d
         parts.append(f"{marker} {cell.index}\n{body}")
         starts.append((line + 1, cell))
         line += 1 + body.count("\n")
-    migrated = migrate_python("".join(parts), todo=todo)
+    migrated = migrate_python(
+        "".join(parts), todo=todo, style=style, barrier=lambda c: c.startswith(marker)
+    )
     pieces = re.split(rf"^{re.escape(marker)} (\d+)\n", migrated.code, flags=re.M)
     if pieces[0] or [int(p) for p in pieces[1::2]] != [c.index for c in cells]:
         raise RuntimeError("internal error: notebook cells were reordered by the migration")
@@ -220,11 +229,13 @@ def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> d
     return new
 
 
-def _migrate_one_by_one(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_one_by_one(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
     new: dict[int, str] = {}
     for cell in cells:
         try:
-            migrated = migrate_python(cell.code, todo=todo)
+            migrated = migrate_python(cell.code, todo=todo, style=style)
         except cst.ParserSyntaxError as err:
             result.errors.append(f"cell {cell.index + 1}: {describe_parse_error(err)}")
             continue

@@ -8,7 +8,7 @@ single pass, so comments and formatting outside the rewritten nodes are untouche
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from .bindings import find_bindings
+from .import_order import ImportStyle, tidy_imports
 from .imports import plan_imports
 from .pipeline import plan_pipeline
 from .plan import Finding, Plan
@@ -47,9 +48,17 @@ def describe_parse_error(err: cst.ParserSyntaxError) -> str:
     return f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
 
 
-def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
+def migrate_python(
+    code: str,
+    *,
+    todo: bool = False,
+    style: ImportStyle | None = None,
+    barrier: Callable[[str], bool] | None = None,
+) -> PythonResult:
     """Rewrite Petastorm imports and patch targets in ``code``; list what stays manual.
 
+    ``style``: the file's isort settings for the rewritten imports (:mod:`.import_order`);
+    ``barrier``: comments that separate import groups (notebook cell markers).
     Raises ``libcst.ParserSyntaxError`` when ``code`` does not parse.
     """
     if not might_need_migration(code):
@@ -78,6 +87,8 @@ def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
     targets = [*plan.statements, *plan.expressions, *comments]
     if targets:
         module = module.visit(_Apply(plan, comments, _ancestors(targets, tree)))
+    if plan.statements:
+        module = tidy_imports(module, style, origins=plan.origins, barrier=barrier)
     items.sort(key=lambda i: (i.line, i.column, i.code))
     return PythonResult(module.code, items)
 
