@@ -48,6 +48,7 @@ _PEP508_PARTS = re.compile(r"(?P<head>\s*[A-Za-z0-9][\w.\-]*\s*(?:\[[^\]]*\])?)(
 _CONDA_PARTS = re.compile(r"(?P<head>\s*(?:[\w.\-]+::)?[A-Za-z0-9][\w.\-]*)(?P<spec>.*?)\s*")
 _URL = re.compile(r"(?i)(egg=petastorm\b|petastorm\s*@|/petastorm(\.git)?\b|\b(git|path|url)\s*=)")
 _MAX_LISTED = 3
+_LOCATION = re.compile(r"(.*?):(?:cell \d+:)?\d+")
 _TRAILING_COMMENT = re.compile(r"[ \t]*,?[ \t]*(?P<comment>#[^\r\n]*)")
 
 
@@ -68,9 +69,14 @@ class Project:
         return bool(self.petastorm_uses)
 
     def uses_text(self) -> str:
-        shown = ", ".join(self.petastorm_uses[:_MAX_LISTED])
-        more = len(self.petastorm_uses) - _MAX_LISTED
-        return shown + (f" and {more} more" if more > 0 else "")
+        """The first use in each file (``a.py:3, nb.ipynb:cell 2:1``), a few files at most."""
+        first: dict[str, str] = {}
+        for use in self.petastorm_uses:
+            match = _LOCATION.fullmatch(use)
+            first.setdefault(match.group(1) if match else use, use)
+        shown = ", ".join(list(first.values())[:_MAX_LISTED])
+        more = len(first) - _MAX_LISTED
+        return shown + (f" and {more} more file(s)" if more > 0 else "")
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ named explicitly are always processed. Results come back in path order whatever 
 
 Two phases make the project-wide decision: the code (Python, notebooks) is migrated first;
 where it still imports Petastorm decides, for the dependency files migrated second, whether
-petastorm stays beside petastream (:class:`~.depfile.Project`). The files of one run are one
-project: run the tool once per project for per-project decisions.
+petastorm stays beside petastream (:class:`~.depfile.Project`). A dependency file's project
+is the code under its folder (under the parent of a ``requirements/`` folder); where no code
+of the run is there (``docker/requirements.txt``), it is all the code of the run, so a file
+is never stripped of petastorm that some scanned code still needs.
 
 ``jobs=0`` (the command's default) uses one process per CPU once enough files mention
 Petastorm to pay for starting them; the others never leave this process (a byte search).
@@ -139,10 +141,10 @@ def migrate_paths(
     code = [f for f in files if file_kind(f) not in DEPENDENCY_KINDS]
     deps = [f for f in files if file_kind(f) in DEPENDENCY_KINDS]
     with _Pool(jobs) as pool:
-        code_results = pool.run(code, options, progress)
-        uses = tuple(use for r in code_results for use in r.petastorm_uses())
-        project = Project(uses, code_scanned=bool(code))
-        dep_results = pool.run(deps, replace(options, project=project), progress)
+        code_results = pool.run([(f, options) for f in code], progress)
+        uses = {path: tuple(r.petastorm_uses()) for path, r in zip(code, code_results, strict=True)}
+        work = [(f, replace(options, project=project_of(f, uses))) for f in deps]
+        dep_results = pool.run(work, progress)
     if progress is not None:
         progress.finish()
     return sorted([*results, *code_results, *dep_results], key=lambda r: r.path)
@@ -163,24 +165,40 @@ class _Pool:
         if self._executor is not None:
             self._executor.shutdown()
 
-    def run(self, files: list[Path], options: Options, progress: Progress | None) -> list[FileResult]:
-        work, done = [], []
-        for path in files:  # files that never mention Petastorm are settled here, cheaply
-            if needs_migration(path):
-                work.append((path, options))
+    def run(self, files: list[tuple[Path, Options]], progress: Progress | None) -> list[FileResult]:
+        """Results in the order of ``files``."""
+        work: list[tuple[int, tuple[Path, Options]]] = []
+        done: dict[int, FileResult] = {}
+        for i, item in enumerate(files):  # files that never mention Petastorm: settled here
+            if needs_migration(item[0]):
+                work.append((i, item))
             else:
-                done.append(_migrate_one((path, options)))
+                done[i] = _migrate_one(item)
         if progress is not None:
             progress.advance(len(done))
         threshold = PARALLEL_MIN_FILES if self._auto else 2
+        items = [item for _, item in work]
         if self._jobs > 1 and len(work) >= threshold:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(max_workers=min(self._jobs, len(work)))
             chunk = max(1, len(work) // (self._jobs * 8))
-            done += _counted(self._executor.map(_migrate_one, work, chunksize=chunk), progress)
+            results = _counted(self._executor.map(_migrate_one, items, chunksize=chunk), progress)
         else:
-            done += _counted(map(_migrate_one, work), progress)
-        return done
+            results = _counted(map(_migrate_one, items), progress)
+        done.update(zip((i for i, _ in work), results, strict=True))
+        return [done[i] for i in range(len(files))]
+
+
+def project_of(dependency_file: Path, uses: dict[Path, tuple[str, ...]]) -> Project:
+    """What the code of ``dependency_file``'s project still needs (see the module docstring)."""
+    base = dependency_file.parent
+    if base.name == "requirements":
+        base = base.parent
+    base = base.resolve()
+    mine = [found for path, found in uses.items() if base in path.resolve().parents]
+    if not mine:  # no code of the run in its folder: every file of the run counts
+        mine = list(uses.values())
+    return Project(tuple(u for found in mine for u in found), code_scanned=bool(uses))
 
 
 def _counted(results: Iterable[FileResult], progress: Progress | None) -> list[FileResult]:
