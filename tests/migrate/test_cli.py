@@ -298,3 +298,40 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     assert helptext.returncode == 0
     assert "--write" in helptext.stdout and "exit status" in helptext.stdout
     assert "3  nothing to rewrite, but manual items remain" in helptext.stdout
+
+
+def test_dependency_files_follow_the_code_of_their_own_project(tmp_path: Path, run_cli) -> None:
+    keeps = "from petastorm import make_reader\nr = make_reader(url)\n"
+    done = "from petastorm.spark import make_spark_converter\n"
+    write_tree(
+        tmp_path,
+        {
+            "a/job.py": keeps,
+            "a/requirements.txt": "petastorm\n",
+            "b/job.py": done,
+            "b/requirements/base.txt": "petastorm\n",
+            "docker/requirements.txt": "petastorm\n",  # no code of its own: the whole run counts
+        },
+    )
+    assert run_cli("--write", ".", cwd=tmp_path).code == 3
+    assert read(tmp_path, "a/requirements.txt") == "petastorm\npetastream[spark]\n"
+    assert read(tmp_path, "b/requirements/base.txt") == "petastream[spark]\n"
+    assert read(tmp_path, "docker/requirements.txt") == "petastorm\npetastream[spark]\n"
+
+
+def test_a_dependency_file_alone_gets_a_note(tmp_path: Path, run_cli) -> None:
+    write_tree(tmp_path, {"requirements.txt": "petastorm\n"})
+    run = run_cli("--write", "requirements.txt", cwd=tmp_path)
+    assert run.code == 0
+    assert "note: petastorm replaced by petastream[spark] without looking at any code" in run.err
+
+
+def test_jobs_default_to_one_per_cpu(tmp_path: Path, run_cli) -> None:
+    from petastream.cli import build_parser
+
+    args = build_parser(["migrate", "."]).parse_args(["migrate", "."])
+    assert args.jobs == 0
+    for i in range(20):  # enough files that mention Petastorm for worker processes to start
+        write_tree(tmp_path, {f"m{i}.py": "from petastorm.spark import make_spark_converter\n"})
+    run = run_cli("--check", ".", cwd=tmp_path)
+    assert (run.code, run.out.count("+++ b/")) == (1, 20)

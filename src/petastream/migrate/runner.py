@@ -13,6 +13,11 @@ is never stripped of petastorm that some scanned code still needs.
 
 ``jobs=0`` (the command's default) uses one process per CPU once enough files mention
 Petastorm to pay for starting them; the others never leave this process (a byte search).
+
+LibCST's ``parallel_exec_transform_with_prettyprint`` runs one codemod per Python file and
+writes or prints each result as it comes; this runner also needs the results back (diff mode,
+the JSON report), files that are not Python (notebooks, dependency files), and the second
+phase that depends on the first, so it keeps its own small pool.
 """
 
 from __future__ import annotations
