@@ -224,9 +224,9 @@ def test_custom_collate_fn_is_kept_with_a_note() -> None:
         ) as third:
             pass
         """,
-        ["custom-collate-fn"] * 3,
+        ["loader-reader-unchecked", "custom-collate-fn", "loader-reader-unchecked", "custom-collate-fn", "custom-collate-fn"],
     )
-    note = result.items[0]
+    note = result.items[1]
     assert (note.severity, note.line, note.keeps_petastorm) == ("info", 8, False)
     assert "per batch on a list of rows, as Petastorm does" in note.message
     assert "BatchedDataLoader" in note.suggestion and "TransformSpec" in note.suggestion
@@ -236,6 +236,39 @@ def test_default_collate_needs_no_note() -> None:
     assert_migrates(
         "from petastorm.pytorch import DataLoader\nDataLoader(reader, batch_size=8)\n",
         "from petastream.compat.pytorch import DataLoader\nDataLoader(reader, batch_size=8)\n",
+        ["loader-reader-unchecked"],
+    )
+
+
+def test_a_moved_loader_fed_from_outside_the_file_gets_a_note() -> None:
+    result = assert_migrates(
+        """
+        from petastorm.pytorch import DataLoader
+        from petastorm.spark.spark_dataset_converter import make_batch_reader
+
+        def loader_for(reader, urls):
+            with make_batch_reader(urls) as local:
+                inside = DataLoader(local)
+            direct = DataLoader(make_batch_reader(urls))
+            return DataLoader(reader, batch_size=8), inside, direct
+        """,
+        """
+        from petastream.compat.pytorch import DataLoader
+        from petastream.compat.spark_dataset_converter import make_batch_reader
+
+        def loader_for(reader, urls):
+            with make_batch_reader(urls) as local:
+                inside = DataLoader(local)
+            direct = DataLoader(make_batch_reader(urls))
+            return DataLoader(reader, batch_size=8), inside, direct
+        """,
+        ["loader-reader-unchecked"],
+    )
+    note = result.items[0]
+    assert (note.line, note.severity) == (8, "info")
+    assert note.message == (
+        "DataLoader now comes from petastream.compat and needs a petastream reader; this one is "
+        "made outside this file"
     )
 
 

@@ -18,6 +18,10 @@ readers, ``petastorm.pytorch`` loaders, ``tf_utils`` helpers, see :data:`mapping
 
 The outcome is a :class:`Policy`, whose :meth:`Policy.resolve` replaces :func:`mapping.resolve`
 for every other analysis of the file, so imports, attribute chains and patch targets agree.
+
+A loader that moves but reads a reader from outside the file (a parameter, another module's
+helper) cannot be checked here: :func:`unchecked_loaders` notes each such call
+(``loader-reader-unchecked``), since a Petastorm reader handed to it fails at run time.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import libcst as cst
 from .bindings import Binding
 from .edits import full_name
 from .mapping import LOADERS, READER_CONSUMERS, READERS, Resolved, Unsupported, canonical, resolve
+from .plan import Finding
+from .tree import Tree
 
-__all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of"]
+__all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of", "unchecked_loaders"]
 
 KEPT = "kept-with-petastorm-reader"
 _PIPELINE = READERS | READER_CONSUMERS
@@ -49,7 +55,16 @@ class Member:
 
 
 def members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Member]:
-    """Every use (or unused import) of a path in ``wanted``, in binding order."""
+    """Every use (or unused import) of a path in ``wanted``, in binding order, each once
+    (``import petastorm.spark`` and ``import petastorm.pytorch`` both bind ``petastorm``)."""
+    seen: set[int] = set()
+    for member in _members(bindings, wanted):
+        if id(member.node) not in seen:
+            seen.add(id(member.node))
+            yield member
+
+
+def _members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Member]:
     for binding in bindings:
         if not binding.is_module:
             path = canonical(binding.path)
@@ -171,3 +186,52 @@ def _kept(path: str, reader: str) -> Unsupported:
         "project's dependency list)"
     )
     return Unsupported(path, suggestion, KEPT, reason)
+
+
+def unchecked_loaders(tree: Tree, bindings: Sequence[Binding], policy: Policy) -> list[Finding]:
+    """Notes on moving loader calls whose reader does not come from a reader made in this file."""
+    parents = tree.parents
+    readers = {
+        m.node for m in members(bindings, READERS) if isinstance(policy.resolve(m.written), Resolved)
+    }
+    made = _names_bound_to_readers(tree, readers)
+    notes = []
+    for member in members(bindings, LOADERS):
+        call = call_of(member.node, parents)
+        if call is None or not isinstance(policy.resolve(member.written), Resolved):
+            continue
+        source = _first_argument(call, "reader")
+        if source is None or _is_reader(source, readers, made):
+            continue
+        notes.append(
+            Finding(
+                source,
+                "loader-reader-unchecked",
+                f"{member.path.rpartition('.')[2]} now comes from petastream.compat and needs a "
+                "petastream reader; this one is made outside this file",
+                "make sure it comes from petastream.compat.make_batch_reader(converter.file_urls) "
+                "or use converter.make_torch_dataloader(); a Petastorm reader fails here",
+                severity="info",
+            )
+        )
+    return notes
+
+
+def _is_reader(expr: cst.BaseExpression, readers: set[cst.CSTNode], made: set[str]) -> bool:
+    if isinstance(expr, cst.Call):
+        return expr.func in readers
+    return isinstance(expr, cst.Name) and expr.value in made
+
+
+def _names_bound_to_readers(tree: Tree, readers: set[cst.CSTNode]) -> set[str]:
+    """``r = make_batch_reader(...)`` and ``with make_batch_reader(...) as r`` in this file."""
+    made: set[str] = set()
+    for node in tree.of_type(cst.Assign, cst.WithItem):
+        if isinstance(node, cst.Assign):
+            value, targets = node.value, [t.target for t in node.targets]
+        else:
+            item = cst.ensure_type(node, cst.WithItem)
+            value, targets = item.item, [item.asname.name] if item.asname is not None else []
+        if isinstance(value, cst.Call) and value.func in readers:
+            made.update(t.value for t in targets if isinstance(t, cst.Name))
+    return made

@@ -53,7 +53,8 @@ class ManualItem:
     ``unsupported-patch-target``, ``shadowed-import``, ``conf-key-bug``,
     ``unsupported-requirement``, ``unsupported-install``, ``kept-with-petastorm-reader``,
     ``cache-layout``, ``petastorm-kept``, ``conflicting-pin``, ``regenerate-lock``; notes:
-    ``custom-collate-fn``, ``petastorm-pin``, ``pin-rewritten``, ``dependencies-unchecked``);
+    ``custom-collate-fn``, ``loader-reader-unchecked``, ``petastorm-pin``, ``pin-rewritten``,
+    ``dependencies-unchecked``);
     ``uses`` lists where else in the file the same name is used (``"14"``, or ``"cell 3:2"``
     in a notebook). ``cell`` is the 1-based index of a Jupyter notebook's cell (all cells
     counted), None elsewhere. ``severity`` is ``manual`` (a person has to act) or ``info``.
