@@ -19,5 +19,5 @@ model = torch.nn.Linear(2, 1)
 with converter.make_torch_dataloader(batch_size=16, num_epochs=1) as loader:
     for batch in loader:
         loss = torch.nn.functional.mse_loss(model(batch["features"]).squeeze(1), batch["label"])
-RESULT = {"rows": len(converter), "loss": float(loss)}
+RESULT = {"rows": len(converter), "loss": loss.item()}
 converter.delete()
