@@ -120,9 +120,9 @@ def migrate_environment_yml(text: str, project: Project | None = None) -> tuple[
         touched = True
         addition = None if pip_has_petastream else _pip_addition(text, entry, layout)
         pip_has_petastream = True
-        if keep:
+        if project is not None and keep:
             how = "added" if addition is not None else "listed"
-            items.append(kept_item(entry.line, entry.text, project, how))  # type: ignore[arg-type]
+            items.append(kept_item(entry.line, entry.text, project, how))
             edits += [addition] if addition is not None else []
             continue
         # petastream is not a conda package: the conda entry goes, the pip one comes

@@ -132,7 +132,7 @@ def tidy_imports(
     module: cst.Module,
     style: ImportStyle | None = None,
     *,
-    origins: Mapping[cst.CSTNode, cst.CSTNode] | None = None,
+    origins: Mapping[cst.CSTNode, cst.Import | cst.ImportFrom] | None = None,
     barrier: Callable[[str], bool] | None = None,
 ) -> cst.Module:
     """``module`` with its petastream imports merged and in order (see the module docstring).
@@ -153,6 +153,18 @@ def _import_of(line: cst.CSTNode) -> cst.Import | cst.ImportFrom | None:
     return None
 
 
+def _statement(line: cst.SimpleStatementLine) -> cst.Import | cst.ImportFrom:
+    """The import of a line in an import group (groups hold import lines only)."""
+    statement = _import_of(line)
+    if statement is None:  # pragma: no cover - _tidy_body groups import lines only
+        raise ValueError("not an import line")
+    return statement
+
+
+def _aliases(statement: cst.ImportFrom) -> list[cst.ImportAlias]:
+    return [] if isinstance(statement.names, cst.ImportStar) else list(statement.names)
+
+
 def _is_ours(statement: cst.Import | cst.ImportFrom) -> bool:
     module = _module(statement)
     return module == "petastream" or module.startswith("petastream.")
@@ -163,7 +175,7 @@ class _Tidy(cst.CSTTransformer):
         self,
         style: ImportStyle,
         module: cst.Module,
-        origins: Mapping[cst.CSTNode, cst.CSTNode],
+        origins: Mapping[cst.CSTNode, cst.Import | cst.ImportFrom],
         barrier: Callable[[str], bool] | None,
     ) -> None:
         super().__init__()
@@ -211,26 +223,25 @@ class _Tidy(cst.CSTTransformer):
         return False
 
     def _tidy_group(self, group: list[cst.SimpleStatementLine]) -> list[cst.SimpleStatementLine]:
-        if not any(_is_ours(_import_of(line)) for line in group):  # type: ignore[arg-type]
+        if not any(_is_ours(_statement(line)) for line in group):
             return group
         was_in_order = self._in_order_before(group)
         group = self._merged(group, was_in_order)
         if not was_in_order:  # not isort's layout: only undo the duplication the rewrite made
             return group
         group = self._sorted(group)
-        return [self._wrapped(line) if _is_ours(_import_of(line)) else line for line in group]  # type: ignore[arg-type]
+        return [self._wrapped(line) if _is_ours(_statement(line)) else line for line in group]
 
     def _in_order_before(self, group: list[cst.SimpleStatementLine]) -> bool:
         """Was the group in isort's order before the rewrite (original module names)?"""
         keys = []
         for line in group:
-            statement = _import_of(line)
-            original = self._origins.get(statement, statement)  # type: ignore[arg-type]
-            keys.append(_statement_key(original, self._style))  # type: ignore[arg-type]
+            statement = _statement(line)
+            keys.append(_statement_key(self._origins.get(statement, statement), self._style))
         return keys == sorted(keys)
 
     def _sorted(self, group: list[cst.SimpleStatementLine]) -> list[cst.SimpleStatementLine]:
-        ordered = sorted(group, key=lambda line: _statement_key(_import_of(line), self._style))  # type: ignore[arg-type]
+        ordered = sorted(group, key=lambda line: _statement_key(_statement(line), self._style))
         if ordered == group:
             return group
         # The group's first line carries the blank lines above the group: they stay on top.
@@ -271,8 +282,8 @@ class _Tidy(cst.CSTTransformer):
         return [replaced.get(i, line) for i, line in enumerate(group) if i not in drop]
 
     def _origin(self, line: cst.SimpleStatementLine) -> str:
-        statement = _import_of(line)
-        return module_name(self._origins.get(statement, statement))  # type: ignore[arg-type]
+        statement = _statement(line)
+        return module_name(self._origins.get(statement, statement))
 
     def _merge(
         self, module: str, lines: Sequence[cst.SimpleStatementLine], *, wrap: bool
@@ -283,7 +294,7 @@ class _Tidy(cst.CSTTransformer):
         multiline = False
         for line in lines:
             statement = cst.ensure_type(_import_of(line), cst.ImportFrom)
-            aliases = list(cst.ensure_type(statement.names, Sequence))  # type: ignore[arg-type]
+            aliases = _aliases(statement)
             in_order &= [_member_key(a) for a in aliases] == sorted(_member_key(a) for a in aliases)
             multiline |= _is_multiline(statement)
             for alias, comment in zip(aliases, _alias_comments(line, statement), strict=True):
@@ -328,7 +339,7 @@ def _alias_code(alias: cst.ImportAlias) -> str:
 def _alias_comments(line: cst.SimpleStatementLine, statement: cst.ImportFrom) -> list[str]:
     """The comment on each alias's line ("" for none); a one-line statement's comment goes
     with its last name, as isort puts it."""
-    aliases = list(statement.names)  # type: ignore[arg-type]
+    aliases = _aliases(statement)
     comments = []
     for alias in aliases:
         comma = alias.comma

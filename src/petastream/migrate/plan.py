@@ -34,7 +34,7 @@ class Plan:
     findings: list[Finding] = field(default_factory=list)
     # new import statement -> the statement it replaces (for isort order, see
     # petastream.migrate.import_order: was the group in order before the rewrite?)
-    origins: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    origins: dict[cst.CSTNode, cst.Import | cst.ImportFrom] = field(default_factory=dict)
 
     def merge(self, other: Plan) -> Plan:
         return Plan(
