@@ -16,15 +16,20 @@ from petastream.migrate.packaging import migrate_pyproject, migrate_setup_cfg
 from petastream.migrate.pins import (
     compatible,
     conda_to_pep440,
-    petastream_requirements,
+    petastream_bounds,
     poetry_to_pep440,
 )
 from petastream.migrate.requirements import migrate_requirements_txt
 from petastream.migrate.setup_py import migrate_setup_py
 
 from .conftest import dedent
+from .installability import declared_bound
 
 KEEP = Project(("loader.py:1", "nb.ipynb:cell 2:1"))
+# What petastream's metadata declares today (the messages name it; pins below conflict with it)
+ARROW_BY, ARROW = declared_bound("pyarrow")
+SPARK_BY, SPARK = declared_bound("pyspark")
+TORCH_BY, TORCH = declared_bound("torch")
 DONE = Project()
 
 
@@ -36,15 +41,17 @@ def codes(items) -> list[tuple[int, str]]:
 
 
 def test_bounds_come_from_petastreams_installed_metadata() -> None:
-    declared = {
-        Requirement(r).name.lower(): Requirement(r).specifier
-        for r in metadata.requires("petastream") or ()
-        if "extra ==" not in r or 'extra == "spark"' in r
-    }
-    found = petastream_requirements(["spark"])
-    assert found["pyarrow"] == declared["pyarrow"]
-    assert found["pyspark"] == declared["pyspark"]
-    assert "torch" not in found and "torch" in petastream_requirements(["spark", "torch"])
+    declared = {}
+    for text in metadata.requires("petastream") or ():
+        req = Requirement(text)
+        if "dev" not in str(req.marker) and "all" not in str(req.marker):
+            declared.setdefault(req.name.lower(), req.specifier)
+    found = petastream_bounds()
+    for name in ("pyarrow", "numpy", "pyspark", "torch"):
+        assert found[name][0] == declared[name], name
+    assert found["pyarrow"][1] == "petastream"  # a core dependency
+    assert found["pyspark"][1] == SPARK_BY and found["torch"][1] == TORCH_BY  # from an extra
+    assert "pytest" not in found  # petastream's own dev tools do not bind user projects
 
 
 @pytest.mark.parametrize(
@@ -106,18 +113,18 @@ def test_requirements_petastorm_goes_and_its_pins_follow() -> None:
         """
         numpy<2  # petastorm uses np.unicode_
         petastream[spark]  # the Spark converter
-        pyarrow>=14  # was ==10.0.1 for petastorm; petastream[spark] needs pyarrow>=14
+        pyarrow>=14  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}
         pyspark==3.1.1
         torch
         """
-    )
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW)
     assert [(i.line, i.code, i.severity) for i in items] == [
         (1, "petastorm-pin", "info"),  # fits petastream, but was only there for petastorm
         (3, "pin-rewritten", "info"),
         (4, "conflicting-pin", "manual"),  # nobody said why: reported, not touched
     ]
-    assert items[2].message == "pyspark==3.1.1 conflicts with petastream[spark], which needs pyspark>=3.5"
-    assert "pyspark>=3.5" in items[2].suggestion
+    assert items[2].message == f"pyspark==3.1.1 conflicts with {SPARK_BY}, which needs pyspark{SPARK}"
+    assert f"pyspark{SPARK}" in items[2].suggestion
     assert migrate_requirements_txt(text, DONE) == (text, items[:1] + items[2:])
 
 
@@ -128,11 +135,11 @@ def test_requirements_keep_petastorm_while_code_imports_it() -> None:
         numpy<2  # petastorm uses np.unicode_
         petastorm==0.12.1  # the Spark converter
         petastream[spark]
-        pyarrow>=14,<15  # was ==10.0.1 for petastorm; petastream[spark] needs pyarrow>=14, petastorm <15
+        pyarrow>=14,<15  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}, petastorm <15
         pyspark==3.1.1
         torch
         """
-    )
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW)
     assert codes(items) == [(2, "petastorm-kept"), (3, "pin-rewritten"), (4, "conflicting-pin")]
     assert items[0].message == (
         "petastorm==0.12.1 kept and petastream[spark] added beside it: code still imports "
@@ -268,7 +275,7 @@ def test_pyproject_keeps_petastorm_beside_petastream_in_every_style() -> None:
         (9, "petastorm-kept"),
         (10, "conflicting-pin"),
     ]
-    assert items[2].message == "torch==1.13.1 conflicts with petastream[spark,torch], which needs torch>=2.1"
+    assert items[2].message == f"torch==1.13.1 conflicts with {TORCH_BY}, which needs torch{TORCH}"
     assert items[4].message.startswith('pyarrow = "^10.0" conflicts with')
     assert migrate_pyproject(text, KEEP)[0] == text
 
@@ -291,15 +298,15 @@ def test_setup_py_adds_petastream_to_the_same_list() -> None:
         """
         setup(
             install_requires=[
-                "pyarrow>=14,<15",  # was <11 for petastorm; petastream[spark,torch] needs pyarrow>=14, petastorm <15
+                "pyarrow>=14,<15",  # was <11 for petastorm; {ARROW_BY} needs pyarrow{ARROW}, petastorm <15
                 "petastorm>=0.12",
                 "petastream[spark]",
             ],
-            extras_require={"torch": ["petastorm[torch]", "petastream[spark,torch]", "torch"]},
+            extras_require={{"torch": ["petastorm[torch]", "petastream[spark,torch]", "torch"]}},
             tests_require="petastorm",
         )
         """
-    )
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW)
     assert codes(items) == [(3, "pin-rewritten"), (4, "petastorm-kept"), (6, "petastorm-kept"), (7, "petastorm-kept")]
     assert "add petastream[spark] beside it by hand" in items[3].message  # a bare string: no list
 
@@ -343,13 +350,13 @@ def test_conda_petastorm_moves_to_a_new_pip_section() -> None:
           - conda-forge
         dependencies:
           - python=3.9
-          - pyarrow>=14  # was =10.0.1 for petastorm; petastream[spark] needs pyarrow>=14
+          - pyarrow>=14  # was =10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}
           - pip
           - pip:
               - petastream[spark]
           - pyspark=3.1.1
         """
-    )
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW)
     assert codes(items) == [(6, "pin-rewritten"), (8, "conflicting-pin")]
     again, more = migrate_environment_yml(text, DONE)
     assert (again, codes(more)) == (text, [(10, "conflicting-pin")])
@@ -359,7 +366,7 @@ def test_conda_keeps_petastorm_and_adds_petastream_to_the_existing_pip_section()
     source = ENVIRONMENT + "  - pip:\n    - mlflow\n"
     text, items = migrate_environment_yml(source, KEEP)
     assert text == source.replace("pyarrow=10.0.1  # petastorm needs pyarrow.filesystem", (
-        "pyarrow>=14,<15  # was =10.0.1 for petastorm; petastream[spark] needs pyarrow>=14, petastorm <15"
+        f"pyarrow>=14,<15  # was =10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}, petastorm <15"
     )) + "    - petastream[spark]\n"
     assert codes(items) == [(6, "pin-rewritten"), (7, "petastorm-kept"), (8, "conflicting-pin")]
 

@@ -27,7 +27,6 @@ from .depfile import (
     line_removal,
     line_sibling,
     plan_dependencies,
-    requirement_extras,
     review_pins,
 )
 from .pep508 import NEW_REQUIREMENT
@@ -109,10 +108,6 @@ def migrate_environment_yml(text: str, project: Project | None = None) -> tuple[
     edits, items = plan_dependencies(layout.pip, project)
     pip_has_petastream = any(e.is_petastream or e.is_petastorm for e in layout.pip)
     keep = project is not None and project.keep_petastorm
-    extras: set[str] = set()
-    for entry in layout.pip:
-        if entry.is_petastream:
-            extras |= requirement_extras(entry.text)
     touched = pip_has_petastream
     for entry in layout.conda:
         if not entry.is_petastorm:
@@ -134,7 +129,7 @@ def migrate_environment_yml(text: str, project: Project | None = None) -> tuple[
             edits += [removal, *([addition] if addition is not None else [])]
     if touched:
         review_pins(
-            [e for e in layout.conda if not e.is_petastorm], extras or {"spark"}, project, edits, items
+            [e for e in layout.conda if not e.is_petastorm], project, edits, items
         )
     return apply_edits(text, edits), sorted(items, key=lambda i: i.line)
 

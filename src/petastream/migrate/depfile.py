@@ -40,10 +40,8 @@ __all__ = [
     "inline_sibling",
     "trailing_comment",
     "line_removal",
-    "requirement_extras",
 ]
 
-_PETASTREAM = re.compile(r"(?i)^\s*petastream\s*(\[(?P<extras>[^\]]*)\])?")
 _PEP508_PARTS = re.compile(r"(?P<head>\s*[A-Za-z0-9][\w.\-]*\s*(?:\[[^\]]*\])?)(?P<spec>[^;]*?)(?P<tail>\s*(?:;.*)?)")
 _CONDA_PARTS = re.compile(r"(?P<head>\s*(?:[\w.\-]+::)?[A-Za-z0-9][\w.\-]*)(?P<spec>.*?)\s*")
 _URL = re.compile(r"(?i)(egg=petastorm\b|petastorm\s*@|/petastorm(\.git)?\b|\b(git|path|url)\s*=)")
@@ -118,13 +116,6 @@ class Entry:
         return self.package.lower() == "petastream"
 
 
-def requirement_extras(requirement: str) -> set[str]:
-    match = _PETASTREAM.match(requirement)
-    if match is None or not match["extras"]:
-        return set()
-    return {e.strip().lower() for e in match["extras"].split(",") if e.strip()}
-
-
 def kept_item(
     line: int, written: str, project: Project, how: str, new: str = NEW_REQUIREMENT
 ) -> ManualItem:
@@ -150,19 +141,12 @@ def plan_dependencies(
     edits: list[Edit] = []
     items: list[ManualItem] = []
     has_petastream = any(e.is_petastream for e in entries)
-    extras: set[str] = set()
-    for entry in entries:
-        if entry.is_petastream:
-            extras |= requirement_extras(entry.text) or {"spark"}
     touched = has_petastream
     for entry in entries:
         if entry.is_petastorm or "petastorm" in entry.text.lower() and entry.syntax == "pep508":
-            new = _plan_petastorm(entry, project, has_petastream, edits, items)
-            if new is not None:
-                extras |= requirement_extras(new)
-                touched = True
+            touched |= _plan_petastorm(entry, project, has_petastream, edits, items) is not None
     if touched:
-        review_pins(entries, extras or {"spark"}, project, edits, items)
+        review_pins(entries, project, edits, items)
     return edits, sorted(items, key=lambda i: i.line)
 
 
@@ -252,7 +236,6 @@ def _range(entry: Entry) -> tuple[str, SpecifierSet] | None:
 
 def review_pins(
     entries: Iterable[Entry],
-    extras: set[str],
     project: Project | None,
     edits: list[Edit],
     items: list[ManualItem],
@@ -266,7 +249,7 @@ def review_pins(
             continue
         name, pinned = found
         written = f'{entry.name} = "{entry.text}"' if entry.syntax == "poetry" else entry.text.strip()
-        review = review_pin(name, pinned, entry.comment, extras, keep_petastorm=keep, written=written)
+        review = review_pin(name, pinned, entry.comment, keep_petastorm=keep, written=written)
         if review is not None:
             _apply_review(entry, review, edits, items)
 

@@ -88,14 +88,11 @@ def pip_pin_items(line: str, number: int, cell: int | None, keep: bool) -> list[
     ours = [r for r in requirements if r.name.lower() == "petastream"]
     if not ours:
         return []
-    extras = set().union(*(r.extras for r in ours)) or {"spark"}
     items = []
     for req in requirements:
         if req.name.lower() in ("petastream", "petastorm"):
             continue
-        review = review_pin(
-            req.name, req.specifier, "", extras, keep_petastorm=keep, written=str(req)
-        )
+        review = review_pin(req.name, req.specifier, "", keep_petastorm=keep, written=str(req))
         if review is not None and review.action == "conflict":
             items.append(
                 ManualItem(number, "conflicting-pin", review.message, review.suggestion, cell=cell)

@@ -16,12 +16,10 @@ both it and petastream's requirement on the same package (``pyarrow==10.0.1`` ag
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 
-from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -30,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 __all__ = [
     "PETASTORM_RUNTIME",
     "PinReview",
-    "petastream_requirements",
+    "petastream_bounds",
     "compatible",
     "review_pin",
     "conda_to_pep440",
@@ -65,31 +63,33 @@ def _requires() -> tuple[str, ...]:
         ) from None
 
 
+# Meta-extras that only gather others or add tools for petastream's own development.
+_META_EXTRAS = frozenset({"all", "dev"})
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
+
+
 @cache
-def _requirements(extras: frozenset[str]) -> dict[str, SpecifierSet]:
-    found: dict[str, SpecifierSet] = {}
+def petastream_bounds() -> dict[str, tuple[SpecifierSet, str]]:
+    """Package (canonical name) -> the range petastream declares for it and where: ``petastream``
+    for a core dependency, ``petastream[<extra>]`` for an extra's.
+
+    Every extra counts, not only the ones a project installs: a package the project pins
+    itself (``pyspark==3.1.1`` beside ``petastream[spark]`` on a cluster that brings its own
+    Spark) has to be in the range petastream supports for it, whichever extra declares it.
+    """
+    found: dict[str, tuple[SpecifierSet, str]] = {}
     for raw in _requires():
         req = Requirement(raw)
-        if req.marker is not None and not any(
-            _marker_applies(req.marker, extra) for extra in ("", *sorted(extras))
-        ):
-            continue
         name = canonicalize_name(req.name)
-        if name == "petastream":  # petastream[all] -> the extras it names
-            for name, spec in _requirements(frozenset(req.extras)).items():
-                found[name] = found.get(name, SpecifierSet()) & spec
+        extra = _EXTRA.search(str(req.marker)) if req.marker is not None else None
+        where = extra.group(1) if extra else ""
+        if name == "petastream" or where in _META_EXTRAS:
             continue
-        found[name] = found.get(name, SpecifierSet()) & req.specifier
+        spec, label = found.get(name, (SpecifierSet(), None))
+        if label is None or not where:  # core wins the label; ranges always intersect
+            label = f"petastream[{where}]" if where else "petastream"
+        found[name] = (spec & req.specifier, label)
     return found
-
-
-def _marker_applies(marker: Marker, extra: str) -> bool:
-    return marker.evaluate({"extra": extra})
-
-
-def petastream_requirements(extras: Iterable[str]) -> dict[str, SpecifierSet]:
-    """Package name (canonical) -> the range petastream[extras] requires."""
-    return _requirements(frozenset(canonicalize_name(e) for e in extras))
 
 
 # -- interval arithmetic over versions ---------------------------------------------------------------
@@ -259,19 +259,17 @@ def review_pin(
     name: str,
     pinned: SpecifierSet,
     comment: str,
-    extras: Iterable[str],
     *,
     keep_petastorm: bool,
     written: str,
 ) -> PinReview | None:
     """Review the pin ``written`` (package ``name``, range ``pinned``, same-line ``comment``)
-    against petastream[extras]; None when there is nothing to say."""
+    against what petastream declares for the package; None when there is nothing to say."""
     key = canonicalize_name(name)
-    extras = sorted(extras)
-    needed = petastream_requirements(extras).get(key)
-    if needed is None:
+    bound = petastream_bounds().get(key)
+    if bound is None:
         return None
-    label = f"petastream[{','.join(extras)}]" if extras else "petastream"
+    needed, label = bound
     tied = ties_to_petastorm(comment)
     runtime = PETASTORM_RUNTIME.get(key, SpecifierSet()) if keep_petastorm else SpecifierSet()
     if compatible(pinned, needed):
