@@ -376,3 +376,9 @@ def test_conda_pip_section_is_a_requirements_list() -> None:
     text, items = migrate_environment_yml(source, DONE)
     assert text == "dependencies:\n  - pip\n  - pip:\n      - petastream[spark]  # converter\n      - 'pyarrow<11'\n"
     assert codes(items) == [(5, "conflicting-pin")]
+
+
+def test_conda_file_migrated_alone_says_so() -> None:
+    text, items = migrate_environment_yml("dependencies:\n  - petastorm\n", Project(code_scanned=False))
+    assert text == "dependencies:\n  - pip\n  - pip:\n      - petastream[spark]\n"
+    assert [(i.code, i.severity) for i in items] == [("dependencies-unchecked", "info")]

@@ -361,3 +361,11 @@ def test_same_api_same_advice_whatever_the_import_path(module_path: str, top_lev
     a = migrate(f"from {module} import {name}\n").items[0]
     b = migrate(f"from {top_level.rpartition('.')[0]} import {name}\n").items[0]
     assert a.suggestion == b.suggestion
+
+
+def test_todo_marks_manual_items_not_notes() -> None:
+    result = migrate(
+        "from petastorm.pytorch import DataLoader\nDataLoader(reader, collate_fn=f)\n", todo=True
+    )
+    assert "# TODO" not in result.code
+    assert [i.severity for i in result.items] == ["info", "info"]

@@ -28,6 +28,7 @@ from .depfile import (
     line_sibling,
     plan_dependencies,
     review_pins,
+    unchecked_item,
 )
 from .pep508 import NEW_REQUIREMENT
 from .report import ManualItem
@@ -121,6 +122,8 @@ def migrate_environment_yml(text: str, project: Project | None = None) -> tuple[
             edits += [addition] if addition is not None else []
             continue
         # petastream is not a conda package: the conda entry goes, the pip one comes
+        if project is not None and not project.code_scanned:
+            items.append(unchecked_item(entry.line, entry.text, NEW_REQUIREMENT))
         removal = entry.remove or line_removal(text, entry.start, entry.end)
         if addition is not None and removal.start <= addition.start <= removal.end:
             newline = "\r\n" if "\r\n" in text else "\n"

@@ -39,6 +39,7 @@ __all__ = [
     "line_sibling",
     "inline_sibling",
     "trailing_comment",
+    "unchecked_item",
     "line_removal",
 ]
 
@@ -203,18 +204,18 @@ def _plan_petastorm(
         return None
     edits.append(Edit(entry.start, entry.end, new))
     if project is not None and not project.code_scanned:
-        items.append(
-            ManualItem(
-                entry.line,
-                "dependencies-unchecked",
-                f"{written} replaced by {new} without looking at any code (no code was scanned in "
-                "this run)",
-                "run petastream migrate on the whole project, so petastorm stays while code still "
-                "needs it",
-                severity="info",
-            )
-        )
+        items.append(unchecked_item(entry.line, written, new))
     return new
+
+
+def unchecked_item(line: int, written: str, new: str) -> ManualItem:
+    return ManualItem(
+        line,
+        "dependencies-unchecked",
+        f"{written} replaced by {new} without looking at any code (no code was scanned in this run)",
+        "run petastream migrate on the whole project, so petastorm stays while code still needs it",
+        severity="info",
+    )
 
 
 # -- pins -------------------------------------------------------------------------------------------

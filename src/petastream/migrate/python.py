@@ -80,8 +80,10 @@ def migrate_python(
     if plan.findings:  # positions cost a codegen pass: only when something is reported
         positions = wrapper.resolve(PositionProvider)
         items = [_item(f, positions) for f in plan.findings]
-    if todo:
+    if todo:  # TODO comments mark what a person has to do: manual items, not notes
         for finding, item in zip(plan.findings, items, strict=True):
+            if not item.is_manual:
+                continue
             anchor = anchor_for(finding.node, tree.parents)
             if anchor is not None and item.todo_comment not in comments_above(anchor, module):
                 comments.setdefault(anchor, []).append(item.todo_comment)
