@@ -335,3 +335,13 @@ def test_jobs_default_to_one_per_cpu(tmp_path: Path, run_cli) -> None:
         write_tree(tmp_path, {f"m{i}.py": "from petastorm.spark import make_spark_converter\n"})
     run = run_cli("--check", ".", cwd=tmp_path)
     assert (run.code, run.out.count("+++ b/")) == (1, 20)
+
+
+def test_an_unparseable_file_keeps_the_petastorm_dependency(tmp_path: Path, run_cli) -> None:
+    write_tree(tmp_path, {"ok.py": "from petastorm.spark import make_spark_converter\n",
+                          "broken.py": "from petastorm import make_reader(\n",
+                          "requirements.txt": "petastorm\n"})
+    run = run_cli("--write", ".", cwd=tmp_path)
+    assert run.code == 2
+    assert read(tmp_path, "requirements.txt") == "petastorm\npetastream[spark]\n"
+    assert "code still imports Petastorm at broken.py (not migrated: does not parse)" in run.err

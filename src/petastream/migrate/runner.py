@@ -147,7 +147,7 @@ def migrate_paths(
     deps = [f for f in files if file_kind(f) in DEPENDENCY_KINDS]
     with _Pool(jobs) as pool:
         code_results = pool.run([(f, options) for f in code], progress)
-        uses = {path: tuple(r.petastorm_uses()) for path, r in zip(code, code_results, strict=True)}
+        uses = {path: _petastorm_uses(r) for path, r in zip(code, code_results, strict=True)}
         work = [(f, replace(options, project=project_of(f, uses))) for f in deps]
         dep_results = pool.run(work, progress)
     if progress is not None:
@@ -192,6 +192,15 @@ class _Pool:
             results = _counted(map(_migrate_one, items), progress)
         done.update(zip((i for i, _ in work), results, strict=True))
         return [done[i] for i in range(len(files))]
+
+
+def _petastorm_uses(result: FileResult) -> tuple[str, ...]:
+    """Where a code file still imports Petastorm; a file that could not be read or parsed
+    counts as one that does, so no dependency file drops petastorm on its account."""
+    uses = tuple(result.petastorm_uses())
+    if result.error is not None and "petastorm" in (result.original or "petastorm").lower():
+        uses += (f"{result.path} (not migrated: {result.error.split(':')[0]})",)
+    return uses
 
 
 def project_of(dependency_file: Path, uses: dict[Path, tuple[str, ...]]) -> Project:
