@@ -15,6 +15,7 @@ from importlib import import_module
 _COMMANDS = {
     "inspect": ("petastream.mds.inspect", "show an MDS dataset's columns, shards, rows and sizes"),
     "verify": ("petastream.mds.inspect", "check every shard against its sizes and hashes"),
+    "cache": ("petastream.mds.cache_admin", "show and prune the local shard cache"),
     "migrate": ("petastream.migrate.cli", "rewrite Petastorm code to use petastream.compat"),
 }
 

@@ -355,9 +355,9 @@ class ShardCache:
         return usage
 
     def prune(self, to_bytes: int | None = None) -> tuple[int, int]:
-        """Remove temporary files left by dead processes and evict unpinned entries, least
-        recently opened first, until at most ``to_bytes`` remain (all of them when None).
-        Returns ``(files removed, bytes freed)``."""
+        """Remove temporary files left by dead processes and, given ``to_bytes``, evict
+        unpinned entries, least recently opened first, until at most ``to_bytes`` remain (0:
+        all). Returns ``(files removed, bytes freed)``."""
         if not os.path.isdir(self.data_dir):
             return 0, 0
         removed = freed = 0
@@ -368,7 +368,7 @@ class ShardCache:
                 if _TMP in f.key and self._stale(f):
                     removed, freed, used = removed + 1, freed + f.size, used - f.size
             for f in sorted((f for f in usage.files if _TMP not in f.key), key=lambda f: f.mtime):
-                if to_bytes is not None and used <= to_bytes:
+                if to_bytes is None or used <= to_bytes:
                     break
                 if _evict(f.path):
                     removed, freed, used = removed + 1, freed + f.size, used - f.size

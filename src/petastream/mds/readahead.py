@@ -52,7 +52,10 @@ class OpenShards:
     def __init__(self, load: Callable[[int, bool], Any | None], cost: Callable[[int], tuple[int, bool]],
                  *, max_open: int = 64, depth: int = 8, workers: int = 8,
                  cached_budget: int | None = None, ahead_budget: int | None = None):
-        self._load, self._cost = load, cost
+        # Weak: the dataset owns this object, and a cycle would keep its shards mapped (and so
+        # pinned in the cache) until a garbage collection instead of until it is dropped.
+        self._load_ref = _weak(load)
+        self._cost_ref = _weak(cost)
         self.max_open, self.depth, self.workers = max(1, max_open), max(0, depth), max(1, workers)
         self.cached_budget, self.ahead_budget = cached_budget, ahead_budget
         self._open: OrderedDict[int, _Slot] = OrderedDict()
@@ -92,7 +95,7 @@ class OpenShards:
                 flight.result()  # a failed read-ahead gives None: then this thread loads it
                 continue
             try:
-                data = self._load(i, True)
+                data = self._call(self._load_ref, i, True)
             except BaseException as e:
                 with self._lock:
                     del self._loading[i]
@@ -148,6 +151,13 @@ class OpenShards:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
+    @staticmethod
+    def _call(ref: Callable[[], Callable[..., Any] | None], *args: Any) -> Any:
+        fn = ref()
+        if fn is None:
+            raise ReferenceError("the dataset these shards belong to is gone")
+        return fn(*args)
+
     def _pump(self) -> None:
         """Start read-ahead loads while the window has room (lock held)."""
         unread = [s for s in self._open.values() if s.unread]
@@ -156,7 +166,7 @@ class OpenShards:
             if len(unread) + len(self._inflight) >= self.depth:
                 return
             i = self._pending[0]
-            nbytes, cached = self._cost(i)
+            nbytes, cached = self._call(self._cost_ref, i)
             busy = unread or self._inflight
             if cached and self.ahead_budget is not None and busy and ahead + nbytes > self.ahead_budget:
                 return
@@ -174,7 +184,7 @@ class OpenShards:
     def _read_ahead(self, i: int, flight: Future) -> None:
         data = None
         try:
-            data = self._load(i, False)
+            data = self._call(self._load_ref, i, False)
         except Exception as e:  # the reader will load it again and raise with the full story
             log.debug("read-ahead of shard %d failed: %r", i, e)
         finally:
@@ -189,7 +199,7 @@ class OpenShards:
             flight.set_result(data)
 
     def _insert(self, i: int, data: Any, unread: bool) -> None:
-        nbytes, cached = self._cost(i)
+        nbytes, cached = self._call(self._cost_ref, i)
         self._open[i] = _Slot(data, unread, self._generation, nbytes, cached)
         self._open.move_to_end(i)
         self._trim(keep=i)
@@ -206,6 +216,12 @@ class OpenShards:
             slot = self._open.pop(i)
             if slot.cached:
                 cached -= slot.nbytes
+
+
+def _weak(fn: Callable[..., Any]) -> Callable[[], Callable[..., Any] | None]:
+    if hasattr(fn, "__self__"):
+        return weakref.WeakMethod(fn)  # type: ignore[arg-type]
+    return lambda: fn
 
 
 def _after_fork_in_child() -> None:

@@ -155,9 +155,25 @@ class ShardSources:
             algo = self.algorithm(zipped["hashes"])
             if algo is not None:
                 return f"z-{algo}-{zipped['hashes'][algo]}-{zipped['bytes']}-{raw['bytes']}"
-        name = self.stored_name(i)
-        tag = self._tag(name)
-        ident = f"{self.url(i)}\0{tag}".encode()
+        return self._stat_key(i)
+
+    def all_keys(self, i: int) -> set[str]:
+        """Every key shard ``i`` may be cached under, whatever ``validate_hash`` its readers
+        used (to remove a dataset's cached copies)."""
+        meta = self.shards[i]
+        raw = meta["raw_data"]
+        keys = {f"{a}-{h}-{raw['bytes']}" for a, h in raw["hashes"].items()}
+        if self.compressed(i):
+            z = meta["zip_data"]
+            keys |= {f"z-{a}-{h}-{z['bytes']}-{raw['bytes']}" for a, h in z["hashes"].items()}
+        try:
+            keys.add(self._stat_key(i))
+        except CorruptShardError:  # the source file is gone already
+            pass
+        return keys
+
+    def _stat_key(self, i: int) -> str:
+        ident = f"{self.url(i)}\0{self._tag(self.stored_name(i))}".encode()
         return "s-" + hashlib.blake2s(ident, digest_size=16).hexdigest()
 
     def _tag(self, name: str) -> str:
