@@ -7,6 +7,7 @@ rows into plan order, and slices batches. No per-sample Python work.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,7 +68,31 @@ def iter_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int
     stored as uint8 come back as bool); False gives the stored dtypes.
     """
     dtypes = ds.logical_dtypes if logical else {}
-    for chunk in plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window)):
+    chunks = plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window))
+    for chunk in _read_ahead(ds, chunks):
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
+
+
+_AHEAD_CHUNKS = 2  # chunks whose shards are asked for beyond the one being decoded
+
+
+def _read_ahead(ds: MDSDataset, chunks: Iterator[Any]) -> Iterator[Any]:
+    """Yield ``chunks``, first asking the dataset to load the shards of the current chunk and
+    of the next few, in plan order (:meth:`MDSDataset.prefetch`), so that fetching,
+    decompression and hash checks run ahead of decode. (Interim home: the loader pipeline's
+    read-ahead stage takes this over.)"""
+    window: deque[tuple[Any, np.ndarray]] = deque()
+
+    def emit() -> Any:
+        ds.prefetch([int(s) for _, shards in window for s in shards])
+        return window.popleft()[0]
+
+    for chunk in chunks:
+        shards = np.unique(np.searchsorted(ds.shard_offsets, chunk.ids, side="right") - 1)
+        window.append((chunk, shards))
+        if len(window) > _AHEAD_CHUNKS:
+            yield emit()
+    while window:
+        yield emit()

@@ -116,7 +116,7 @@ class MDSDataset:
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
         self.logical_dtypes = logical_dtypes(self.column_info)
         self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
-        self._open = OpenShards(self._load, self._cost, max_open=_OPEN_SHARDS, depth=prefetch_depth,
+        self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
                                 workers=prefetch_workers, **self._budgets())
         self.cache.protect(self._keys_needed_soon)
 
@@ -253,6 +253,10 @@ class MDSDataset:
 
     def _cost(self, i: int) -> tuple[int, bool]:
         return self.sources.raw_bytes(i), self._in_place[i] is None
+
+    def _cheap(self, i: int) -> bool:
+        path = self._in_place[i]
+        return path is not None and not self.sources.needs_check(i, path)
 
     def _keys_needed_soon(self) -> list[str]:
         keys = (self.sources.known_key(i) for i in self._open.needed_soon() if self._in_place[i] is None)

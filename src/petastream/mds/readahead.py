@@ -12,6 +12,9 @@ nobody asked for loads it in the reading thread.
 shard read-ahead loaded but no reader took within :data:`_STALE_REQUESTS` later requests (the
 plan moved on) stops counting as needed soon. A read-ahead load that finds the cache full gives
 up (the reader will load it synchronously) and pauses read-ahead until the next read.
+Each load runs in a thread of its own (at most ``workers`` at once), so no idle pool outlives
+the reading; a load with nothing to fetch or check (a local file already verified) is done in
+the asking thread.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 __all__ = ["OpenShards"]
@@ -42,7 +45,8 @@ class _Slot:
 
 class OpenShards:
     """``load(i, wait)`` maps shard ``i`` (None: no cache room and ``wait`` False);
-    ``cost(i)`` is ``(bytes, whether they sit in the shard cache)``.
+    ``cost(i)`` is ``(bytes, whether they sit in the shard cache)``; ``inline(i)``: loading is
+    cheap enough to do in the asking thread (a local file with nothing left to check).
 
     Bounds: ``max_open`` mapped shards; mapped cache bytes of read shards at most
     ``cached_budget`` and of unread (read-ahead) shards at most ``ahead_budget`` (None:
@@ -50,12 +54,13 @@ class OpenShards:
     """
 
     def __init__(self, load: Callable[[int, bool], Any | None], cost: Callable[[int], tuple[int, bool]],
-                 *, max_open: int = 64, depth: int = 8, workers: int = 8,
+                 inline: Callable[[int], bool], *, max_open: int = 64, depth: int = 8, workers: int = 8,
                  cached_budget: int | None = None, ahead_budget: int | None = None):
         # Weak: the dataset owns this object, and a cycle would keep its shards mapped (and so
         # pinned in the cache) until a garbage collection instead of until it is dropped.
         self._load_ref = _weak(load)
         self._cost_ref = _weak(cost)
+        self._inline_ref = _weak(inline)
         self.max_open, self.depth, self.workers = max(1, max_open), max(0, depth), max(1, workers)
         self.cached_budget, self.ahead_budget = cached_budget, ahead_budget
         self._open: OrderedDict[int, _Slot] = OrderedDict()
@@ -68,7 +73,6 @@ class OpenShards:
         self._lock = threading.Lock()
         self._loading: dict[int, Future] = {}
         self._inflight: dict[int, int] = {}  # read-ahead loads running: shard -> bytes
-        self._pool: ThreadPoolExecutor | None = None
         self._generation = 0
         self._paused = False
 
@@ -145,11 +149,9 @@ class OpenShards:
             self._open.clear()
 
     def close(self) -> None:
+        """Forget the queued read-ahead (loads already running finish on their own)."""
         with self._lock:
             self._pending.clear()
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
 
     @staticmethod
     def _call(ref: Callable[[], Callable[..., Any] | None], *args: Any) -> Any:
@@ -173,20 +175,32 @@ class OpenShards:
             self._pending.popleft()
             if i in self._open or i in self._loading:
                 continue
+            if self._call(self._inline_ref, i):  # mapping a checked local file: microseconds
+                data = self._try_load(i)
+                if data is not None:
+                    self._insert(i, data, unread=True)
+                    unread.append(self._open[i])
+                continue
             flight: Future = Future()
             self._loading[i] = flight
             self._inflight[i] = nbytes if cached else 0
             ahead += self._inflight[i]
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="petastream-readahead")
-            self._pool.submit(self._read_ahead, i, flight)
+            # A thread per load, at most `workers` at once: none lingers once the window is
+            # loaded (daemon: a fill cut short at exit leaves only a temporary file).
+            threading.Thread(target=self._read_ahead, args=(i, flight), daemon=True,
+                             name=f"petastream-readahead-{i}").start()
+
+    def _try_load(self, i: int) -> Any | None:
+        try:
+            return self._call(self._load_ref, i, False)
+        except Exception as e:  # the reader will load it again and raise with the full story
+            log.debug("read-ahead of shard %d failed: %r", i, e)
+            return None
 
     def _read_ahead(self, i: int, flight: Future) -> None:
         data = None
         try:
-            data = self._call(self._load_ref, i, False)
-        except Exception as e:  # the reader will load it again and raise with the full story
-            log.debug("read-ahead of shard %d failed: %r", i, e)
+            data = self._try_load(i)
         finally:
             with self._lock:
                 self._loading.pop(i, None)

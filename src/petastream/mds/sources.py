@@ -117,18 +117,33 @@ class ShardSources:
         if actual != expected:
             raise CorruptShardError(f"shard {where}: {algo} is {actual}, index.json says {expected}")
 
-    def verify_in_place(self, i: int, path: str, buf: Any) -> None:
-        """Check an in-place raw file's hash, once per process per version of the file."""
+    def _token(self, i: int, path: str) -> tuple[Any, ...] | None:
+        """What names an in-place file's checked version; None when there is nothing to check."""
         entry = self.shards[i]["raw_data"]
         algo = self.algorithm(entry["hashes"])
         if algo is None:
-            return
+            return None
         st = os.stat(path)
-        token = (path, st.st_size, st.st_mtime_ns, st.st_ino, algo, entry["hashes"][algo])
+        return (path, st.st_size, st.st_mtime_ns, st.st_ino, algo, entry["hashes"][algo])
+
+    def needs_check(self, i: int, path: str) -> bool:
+        """Whether mapping in-place shard ``i`` still has a hash to check in this process."""
+        try:
+            token = self._token(i, path)
+        except FileNotFoundError:
+            return True  # let the load report it
+        with _VERIFIED_LOCK:
+            return token is not None and token not in _VERIFIED
+
+    def verify_in_place(self, i: int, path: str, buf: Any) -> None:
+        """Check an in-place raw file's hash, once per process per version of the file."""
+        token = self._token(i, path)
+        if token is None:
+            return
         with _VERIFIED_LOCK:
             if token in _VERIFIED:
                 return
-        self.check(path, entry, buf, algo)
+        self.check(path, self.shards[i]["raw_data"], buf, token[4])
         with _VERIFIED_LOCK:
             _VERIFIED.add(token)
 
