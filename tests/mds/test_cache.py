@@ -50,15 +50,15 @@ def _epoch(ds, *, prefetch=True):
 
 @pytest.fixture
 def counting(monkeypatch):
-    """Counts ShardSources.produce calls (fetch + check + decompress) per shard, and threads."""
+    """Counts ShardSources.fill calls (fetch + check + decompress) per shard, and threads."""
     calls: list[tuple[int, str]] = []
-    orig = ShardSources.produce
+    orig = ShardSources.fill
 
-    def produce(self, i):
+    def fill(self, i, out):
         calls.append((i, threading.current_thread().name))
-        return orig(self, i)
+        return orig(self, i, out)
 
-    monkeypatch.setattr(ShardSources, "produce", produce)
+    monkeypatch.setattr(ShardSources, "fill", fill)
     return calls
 
 
@@ -177,10 +177,11 @@ def test_failed_fill_leaves_no_file(tmp_path, monkeypatch):
     url = _write(str(tmp_path / "ds"))
     ds = petastream.open(url, cache_dir=str(tmp_path / "c"))
 
-    def boom(self, i):
+    def boom(self, i, out):
+        out.write(b"partial")
         raise OSError("network down")
 
-    monkeypatch.setattr(ShardSources, "produce", boom)
+    monkeypatch.setattr(ShardSources, "fill", boom)
     with pytest.raises(OSError, match="network down"):
         ds.read_shard(0)
     assert ds.cache.usage().files == []
@@ -385,3 +386,26 @@ def test_forget_dataset_and_the_cache_command(tmp_path, capsys):
     assert main(["cache", "--dir", cache_dir, "prune", "--all"]) == 0
     assert "0 shards" in capsys.readouterr().out
     assert main(["cache", "--dir", cache_dir, "forget", url]) == 0
+
+
+def test_zstd_fills_stream_frames_without_size_and_several_frames(tmp_path):
+    import json
+
+    import zstandard
+
+    url = _write(str(tmp_path / "ds"), hashes=())
+    index_path = tmp_path / "ds" / "index.json"
+    index = json.loads(index_path.read_text())
+    for i, meta in enumerate(index["shards"][:2]):
+        path = tmp_path / "ds" / meta["zip_data"]["basename"]
+        raw = zstandard.ZstdDecompressor().decompress(path.read_bytes())
+        if i == 0:  # two frames
+            packed = b"".join(zstandard.ZstdCompressor().compress(part) for part in (raw[:999], raw[999:]))
+        else:  # one frame without its content size
+            cobj = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+            packed = cobj.compress(raw) + cobj.flush()
+        path.write_bytes(packed)
+        meta["zip_data"]["bytes"] = len(packed)
+    index_path.write_text(json.dumps(index))
+    ds = petastream.open(url, cache_dir=str(tmp_path / "c"))
+    np.testing.assert_array_equal(_epoch(ds), np.arange(N))

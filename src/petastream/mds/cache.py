@@ -50,7 +50,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from filelock import FileLock, Timeout
 
@@ -175,11 +175,12 @@ class ShardCache:
             self._protectors = [p for p in self._protectors if p() is not None]
             self._protectors.append(weakref.WeakMethod(keys_needed_soon))  # type: ignore[arg-type]
 
-    def get(self, key: str, size: int, produce: Callable[[], bytes | memoryview], *,
+    def get(self, key: str, size: int, fill: Callable[[BinaryIO], None], *,
             limit: int | None = None, wait: bool = True,
             on_pressure: Callable[[], None] | None = None) -> Any | None:
-        """The pinned mapping of entry ``key``, filled with ``produce()`` (``size`` bytes,
-        already verified) by exactly one thread of one process of the node if it is absent.
+        """The pinned mapping of entry ``key``, filled by ``fill(file)`` (which writes the
+        entry's ``size`` bytes and raises unless they are verified) by exactly one thread of
+        one process of the node if it is absent.
 
         ``wait=False`` (read-ahead): give up and return None when the cache has no room now.
         ``on_pressure()``: called once when the cache is full, to unpin what the caller can.
@@ -199,7 +200,7 @@ class ShardCache:
                     return None
                 continue  # filled and evicted again already, or the leader had no room: lead
             try:
-                buf = self._fill(key, size, produce, limit, wait, on_pressure)
+                buf = self._fill(key, size, fill, limit, wait, on_pressure)
                 flight.set_result(None)
             except BaseException as e:
                 flight.set_exception(e)
@@ -211,7 +212,7 @@ class ShardCache:
                 return None
         return buf
 
-    def _fill(self, key: str, size: int, produce: Callable[[], bytes | memoryview],
+    def _fill(self, key: str, size: int, fill: Callable[[BinaryIO], None],
               limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
         self._makedirs()
         stripe = FileLock(self._stripe(key), timeout=self.lock_timeout)
@@ -231,10 +232,12 @@ class ShardCache:
                 return None
             fd, tmp = reserved
             try:
-                data = produce()
-                if len(data) != size:
-                    raise CorruptShardError(f"cache entry {key}: produced {len(data)} bytes, expected {size}")
-                _write_all(fd, data)
+                with open(fd, "wb", buffering=1 << 20, closefd=False) as f:
+                    fill(f)
+                    f.flush()
+                    written = f.tell()
+                if written != size:
+                    raise CorruptShardError(f"cache entry {key}: {written} bytes written, expected {size}")
                 os.replace(tmp, self.path(key))
                 return _map(fd, size)
             except BaseException:
@@ -431,13 +434,6 @@ def _is_pinned(path: str) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data).cast("B")
-    pos = 0
-    while pos < len(view):
-        pos += os.pwrite(fd, view[pos:], pos)
 
 
 def _after_fork_in_child() -> None:

@@ -272,7 +272,7 @@ class MDSDataset:
             label = path
         else:
             key = self.sources.key(i)
-            buf = self.cache.get(key, self.sources.raw_bytes(i), lambda: self.sources.produce(i),
+            buf = self.cache.get(key, self.sources.raw_bytes(i), lambda out: self.sources.fill(i, out),
                                  limit=self.cache_limit, wait=wait, on_pressure=self._open.release)
             if buf is None:
                 return None

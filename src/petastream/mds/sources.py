@@ -25,7 +25,7 @@ import hashlib
 import os
 import posixpath
 import threading
-from typing import Any
+from typing import Any, BinaryIO
 
 from petastream.errors import CorruptShardError, FormatError
 from petastream.mds import hashing
@@ -206,9 +206,10 @@ class ShardSources:
         return tag
 
     # -- filling -----------------------------------------------------------------------------
-    def produce(self, i: int) -> bytes:
-        """Shard ``i``'s raw bytes, fetched (one read of the stored file), size- and hash-checked,
-        decompressed and checked again."""
+    def fill(self, i: int, out: BinaryIO) -> None:
+        """Write shard ``i``'s raw bytes to ``out``: fetched (one read of the stored file),
+        size- and hash-checked, decompressed (zstd: streamed, no second copy in memory) and
+        checked again; raises :class:`CorruptShardError` naming the file otherwise."""
         meta = self.shards[i]
         name = self.stored_name(i)
         url = self.location.child_url(name)
@@ -226,18 +227,51 @@ class ShardSources:
         zip_algo = self.algorithm(entry["hashes"])
         self.check(url, entry, data, zip_algo)
         if not compressed:
-            return data
+            out.write(data)
+            return
+        # Raw bytes follow from verified compressed bytes (as Mosaic): hash them only otherwise.
+        raw = meta["raw_data"]
+        raw_algo = None if zip_algo else self.algorithm(raw["hashes"])
+        sink = _Sink(out, raw_algo)
         codec = parse_compression(meta["compression"])
         assert codec is not None  # compressed() implies a compression name
         try:
-            raw = codec.decompress(data)
+            if codec.family == "zstd":
+                import zstandard
+
+                with zstandard.ZstdDecompressor().stream_writer(sink, write_size=1 << 20,
+                                                                 closefd=False) as w:
+                    w.write(data)
+            else:
+                sink.write(codec.decompress(data))
+        except CorruptShardError:
+            raise
         except Exception as e:  # each codec library raises its own error type
             raise CorruptShardError(f"shard {url}: cannot decompress ({codec.family}): {e}") from e
-        if len(raw) != meta["raw_data"]["bytes"]:
+        if sink.size != raw["bytes"]:
             raise CorruptShardError(
-                f"shard {url}: decompresses to {len(raw)} bytes, index.json says "
-                f"{meta['raw_data']['bytes']}"
+                f"shard {url}: decompresses to {sink.size} bytes, index.json says {raw['bytes']}"
             )
-        if zip_algo is None:  # raw bytes follow from verified compressed bytes (as Mosaic)
-            self.check(f"{url} (decompressed)", meta["raw_data"], raw)
-        return raw
+        if raw_algo is not None and sink.hexdigest() != raw["hashes"][raw_algo]:
+            raise CorruptShardError(
+                f"shard {url} (decompressed): {raw_algo} is {sink.hexdigest()}, index.json says "
+                f"{raw['hashes'][raw_algo]}"
+            )
+
+
+class _Sink:
+    """A write-only file that counts (and optionally hashes) what passes through it."""
+
+    def __init__(self, out: BinaryIO, algo: str | None):
+        self.out, self.size = out, 0
+        self._hasher = hashing.hasher(algo) if algo else None
+
+    def write(self, data: Any) -> int:
+        self.size += len(data)
+        if self._hasher is not None:
+            self._hasher.update(data)
+        return self.out.write(data)
+
+    def hexdigest(self) -> str:
+        assert self._hasher is not None
+        return self._hasher.hexdigest()
