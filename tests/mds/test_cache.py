@@ -409,3 +409,29 @@ def test_zstd_fills_stream_frames_without_size_and_several_frames(tmp_path):
     index_path.write_text(json.dumps(index))
     ds = petastream.open(url, cache_dir=str(tmp_path / "c"))
     np.testing.assert_array_equal(_epoch(ds), np.arange(N))
+
+
+# -- Azure Blob Storage (Azurite) --------------------------------------------------------------
+
+
+@pytest.mark.cloud
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("hashes", [("xxh3_64",), ()])
+def test_azure_blob_round_trip_through_the_cache(abfs_container, tmp_path, monkeypatch, hashes):
+    import pickle
+
+    from petastream.mds.storage import Location
+
+    container, options = abfs_container
+    url = f"{container}/datasets/one"
+    write_mds(_data(), url, compression="zstd", hashes=list(hashes), size_limit=20_000,
+              storage_options=options)
+    ds = petastream.open(url, storage_options=options, cache_dir=str(tmp_path / "c"))
+    np.testing.assert_array_equal(_epoch(ds), np.arange(N))
+    assert ds.cache.usage().entries == ds.num_shards
+    reads = []
+    orig = Location.read_bytes
+    monkeypatch.setattr(Location, "read_bytes", lambda self, name: reads.append(name) or orig(self, name))
+    again = pickle.loads(pickle.dumps(ds))  # reopens (index.json) and reads every shard from the cache
+    np.testing.assert_array_equal(_epoch(again), np.arange(N))
+    assert [r for r in reads if "shard." in r] == []
