@@ -166,11 +166,17 @@ def test_kill_9_mid_download_leaves_nothing_that_reads_as_complete(tmp_path):
     cache = ShardCache.at(cache_dir)
     usage = cache.usage()
     assert usage.entries == 0 and usage.temporary == 1  # only a temporary file: never an entry
-    # The next run is neither blocked (the dead process's lock died with it) nor fooled.
+    assert cache.prune() == (1, usage.temporary_bytes)  # `petastream cache prune` removes it
+    child = subprocess.Popen([sys.executable, "-c", _KILLED, url, cache_dir], env={**os.environ, **CHILD_ENV},
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "downloading"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(10)
+    # The next run is neither blocked (the dead process's lock died with it) nor fooled, and its
+    # first fill sweeps the leftover away.
     ds = petastream.open(url, cache_dir=cache_dir)
     assert list(ds.read_shard(0)["id"][:3]) == [0, 1, 2]
-    assert cache.prune() == (1, usage.temporary_bytes)  # the leftover goes at the next prune
-    assert cache.usage().temporary == 0
+    assert cache.usage().temporary == 0 and cache.usage().entries == 1
 
 
 def test_failed_fill_leaves_no_file(tmp_path, monkeypatch):

@@ -396,10 +396,17 @@ class ShardCache:
         return os.path.join(self.lock_dir, f"{digest}.lock")
 
     def _makedirs(self) -> None:
-        if not self._dirs_ready:
-            os.makedirs(self.data_dir, exist_ok=True)
-            os.makedirs(self.lock_dir, exist_ok=True)
-            self._dirs_ready = True
+        """Before this process's first fill: the directories, and the temporary files killed
+        processes left (their space would otherwise count until the cache runs full)."""
+        if self._dirs_ready:
+            return
+        os.makedirs(self.data_dir, exist_ok=True)
+        os.makedirs(self.lock_dir, exist_ok=True)
+        with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
+            for f in self.usage().files:
+                if _TMP in f.key:
+                    self._stale(f)
+        self._dirs_ready = True
 
 
 def _evict(path: str) -> bool:
