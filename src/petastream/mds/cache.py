@@ -378,17 +378,20 @@ class ShardCache:
         return removed, freed
 
     def remove(self, keys: Iterable[str]) -> tuple[int, int]:
-        """Evict the given entries unless pinned; ``(removed, left because being read)``."""
-        removed = pinned = 0
+        """Delete the given entries (their dataset is being deleted), mapped or not: a reader
+        that still maps one keeps reading it intact, and its space is freed when unmapped.
+        Returns ``(removed, of which still mapped)``."""
+        removed = mapped = 0
         with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
             for key in set(keys):
-                if not os.path.exists(self.path(key)):
+                path = self.path(key)
+                if not os.path.exists(path):
                     continue
-                if _evict(self.path(key)):
+                mapped += _is_pinned(path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
                     removed += 1
-                else:
-                    pinned += 1
-        return removed, pinned
+        return removed, mapped
 
     # -- helpers -----------------------------------------------------------------------------
     def _stripe(self, key: str) -> str:

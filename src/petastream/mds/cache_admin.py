@@ -22,8 +22,9 @@ __all__ = ["forget_dataset", "add_cache_arguments", "run_cache"]
 def forget_dataset(url: str, *, storage_options: dict | None = None,
                    cache_dir: str | None = None) -> tuple[int, int]:
     """Remove the cached copies of dataset ``url``'s shards from the shard cache (call it
-    before deleting the dataset: its index.json names them). Returns ``(removed, left because
-    being read)``; a dataset that no longer exists has nothing to remove."""
+    before deleting the dataset: its index.json names them). Returns ``(removed, of which a
+    process still maps)``: those keep their disk space until unmapped. A dataset that no
+    longer exists has nothing to remove."""
     from petastream.mds.dataset import MDSDataset
 
     try:
@@ -63,9 +64,10 @@ def run_cache(args: argparse.Namespace) -> int:
             removed, freed = cache.prune(to)
             print(f"removed {removed} files, {human(freed)} freed; {_line(cache)}")
             return 0
-        removed, pinned = forget_dataset(args.url, cache_dir=cache.root)
+        removed, mapped = forget_dataset(args.url, cache_dir=cache.root)
         print(f"removed {removed} cached shards of {args.url}"
-              + (f"; {pinned} left because a process is reading them" if pinned else ""))
+              + (f"; {mapped} still mapped by a running process free their space when it lets go"
+                 if mapped else ""))
         return 0
     except (PetastreamError, OSError) as e:
         print(f"petastream cache: {e}", file=sys.stderr)
