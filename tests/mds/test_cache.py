@@ -311,6 +311,32 @@ def test_dataset_five_times_the_limit_trains_within_it(tmp_path, monkeypatch):
     assert 0 < peak[0] <= limit
 
 
+@pytest.mark.timeout(300)
+def test_shuffled_loader_with_two_threads_under_a_tight_limit(tmp_path, monkeypatch):
+    """A shuffled plan asks for every shard at once: the read-ahead window is larger than the
+    cache, and eviction must still make room (the furthest-needed first), within the limit."""
+    from petastream.loader import BatchLoader
+
+    url = _write(str(tmp_path / "ds"), n=12_000, size_limit=60_000)
+    raw = sum(s["raw_data"]["bytes"] for s in petastream.open(url).shards)
+    limit = raw // 4
+    monkeypatch.setattr(ShardCache, "full_timeout", 20.0)  # a regression fails fast, not in 5 min
+    peak = [0]
+    orig = ShardCache._make_room
+
+    def watched(self, need, lim):
+        ok = orig(self, need, lim)
+        peak[0] = max(peak[0], self.usage().total_bytes + (need if ok else 0))
+        return ok
+
+    monkeypatch.setattr(ShardCache, "_make_room", watched)
+    ds = petastream.open(url, cache_dir=str(tmp_path / "c"), cache_limit=limit)
+    for epoch in range(2):
+        ids = np.concatenate([b["id"] for b in BatchLoader(ds, 500, shuffle=True, seed=epoch, num_workers=2)])
+        np.testing.assert_array_equal(np.sort(ids), np.arange(12_000))
+    assert 0 < peak[0] <= limit
+
+
 def test_cache_limit_strings_and_errors(tmp_path):
     url = _write(str(tmp_path / "ds"))
     assert petastream.open(url, cache_limit="50kb").cache_limit == 50_000

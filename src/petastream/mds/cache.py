@@ -170,7 +170,8 @@ class ShardCache:
         return open_pinned(self.path(key))
 
     def protect(self, keys_needed_soon: Callable[[], Iterable[str]]) -> None:
-        """Register a bound method returning keys that eviction must keep (a reader's window)."""
+        """Register a bound method returning the keys a reader needs next, soonest first (its
+        read-ahead window): eviction takes them last, the furthest-needed first."""
         with self._lock:
             self._protectors = [p for p in self._protectors if p() is not None]
             self._protectors.append(weakref.WeakMethod(keys_needed_soon))  # type: ignore[arg-type]
@@ -277,10 +278,11 @@ class ShardCache:
                     return fd, tmp
             if not wait:
                 return None
-            if on_pressure is not None and not pressured:
-                pressured = True
+            if on_pressure is not None:  # again each time: read-ahead may have pinned more
                 on_pressure()
-                continue
+                if not pressured:
+                    pressured = True
+                    continue
             if time.monotonic() > deadline:
                 usage = self.usage(count_pinned=True)
                 raise CacheFullError(
@@ -301,11 +303,15 @@ class ShardCache:
         for f in usage.files:  # temporary files whose fill lock is free: left by a dead process
             if _TMP in f.key and self._stale(f):
                 used -= f.size
-        protected = self._protected()
-        for f in sorted((f for f in usage.files if _TMP not in f.key), key=lambda f: f.mtime):
+        # Not needed soon, least recently opened first; then the needed-soon ones, the one
+        # needed last first (a window larger than the cache must still make room).
+        soon = self._protected()
+        entries = [f for f in usage.files if _TMP not in f.key]
+        entries.sort(key=lambda f: (1, -soon[f.key]) if f.key in soon else (0, f.mtime))
+        for f in entries:
             if used + need <= budget:
                 break
-            if f.key not in protected and _evict(f.path):
+            if _evict(f.path):
                 used -= f.size
         return used + need <= budget
 
@@ -322,15 +328,17 @@ class ShardCache:
         except (Timeout, FileNotFoundError):
             return False
 
-    def _protected(self) -> set[str]:
-        keys: set[str] = set()
+    def _protected(self) -> dict[str, int]:
+        """Key -> how soon a reader of this process needs it (0: next)."""
+        soon: dict[str, int] = {}
         with self._lock:
             protectors = list(self._protectors)
         for ref in protectors:
             fn = ref()
             if fn is not None:
-                keys.update(fn())
-        return keys
+                for rank, key in enumerate(fn()):
+                    soon[key] = min(rank, soon.get(key, rank))
+        return soon
 
     # -- inspection and pruning (the ``petastream cache`` command) ---------------------------
     def usage(self, *, count_pinned: bool = False) -> CacheUsage:

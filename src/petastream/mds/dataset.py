@@ -121,8 +121,9 @@ class MDSDataset:
         self.cache.protect(self._keys_needed_soon)
 
     def _budgets(self) -> dict[str, int | None]:
-        """Shares of a limited cache this reader may pin: half for read-ahead, a quarter for
-        shards already read, split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
+        """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
+        for shards already read (the rest: the shards decode threads are reading, and other
+        readers), split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
         if self.cache_limit is None:
             return {"cached_budget": None, "ahead_budget": None}
         try:
@@ -130,7 +131,7 @@ class MDSDataset:
         except ValueError:
             procs = 1
         return {"cached_budget": self.cache_limit // (4 * procs),
-                "ahead_budget": self.cache_limit // (2 * procs)}
+                "ahead_budget": self.cache_limit // (4 * procs)}
 
     def _read_sidecar(self) -> dict[str, dict[str, str]]:
         try:

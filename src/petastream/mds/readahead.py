@@ -138,9 +138,10 @@ class OpenShards:
             self._trim()
             self._pump()
 
-    def needed_soon(self) -> set[int]:
+    def needed_soon(self) -> list[int]:
+        """Shards loading or asked for, soonest first (loaded-unread ones are mapped: pinned)."""
         with self._lock:
-            return {*self._pending, *self._loading, *(i for i, s in self._open.items() if s.unread)}
+            return [*self._loading, *(i for i in self._pending if i not in self._loading)]
 
     def release(self) -> None:
         """Unmap every shard this dataset keeps open (the cache is full: let eviction have them).
