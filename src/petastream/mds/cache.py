@@ -239,7 +239,10 @@ class ShardCache:
                     written = f.tell()
                 if written != size:
                     raise CorruptShardError(f"cache entry {key}: {written} bytes written, expected {size}")
-                os.replace(tmp, self.path(key))
+                # Under the accounting lock: a directory scan racing a rename may see the file
+                # twice or not at all, and a scan that misses it could let the cache overflow.
+                with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
+                    os.replace(tmp, self.path(key))
                 return _map(fd, size)
             except BaseException:
                 with contextlib.suppress(OSError):
