@@ -210,11 +210,17 @@ def remote_part(args: argparse.Namespace, results: dict) -> None:
             proxy.close()
 
 
+def _point_at(env: dict) -> None:
+    """Every S3 endpoint variable at the proxy (peer runners inherit os.environ): boto3 prefers
+    AWS_ENDPOINT_URL_S3, Mosaic reads S3_ENDPOINT_URL, LitData's obstore path the environment."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "S3_ENDPOINT_URL"):
+        os.environ[name] = env[name]
+
+
 def mosaic(url: str, local: str, env: dict, args: argparse.Namespace) -> dict:
     from benchmarks import peer_envs
 
-    os.environ["S3_ENDPOINT_URL"] = env["S3_ENDPOINT_URL"]
-    os.environ["AWS_ENDPOINT_URL"] = env["AWS_ENDPOINT_URL"]
+    _point_at(env)
     return peer_envs.run_runner("mosaic_remote.py", ["--remote", url, "--local", local, "--rows",
                                                      str(args.rows), "--workers", str(args.workers)],
                                 "mosaic", 1800)
@@ -232,6 +238,7 @@ def litdata(moto: str, proxy: Proxy, tmp: str, env: dict, args: argparse.Namespa
     if "error" in wrote:
         return wrote
     proxy.reset()
+    _point_at(env)
     res = peer_envs.run_runner("litdata_remote.py", ["--remote", remote, "--rows", str(args.rows), "--cache",
                                                      f"{tmp}/cache", "--endpoint", proxy.url,
                                                      "--workers", str(args.workers)], "litdata", 1800)
