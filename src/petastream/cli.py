@@ -27,6 +27,7 @@ _COMMANDS = {
     "inspect": ("petastream.mds.inspect", "show an MDS dataset's columns, shards, rows and sizes"),
     "verify": ("petastream.mds.inspect", "check every shard against its sizes and hashes"),
     "bench": ("petastream.bench", "measure the data path: rows/s and MB/s of the loaders"),
+    "cache": ("petastream.mds.cache_admin", "show and prune the local shard cache"),
     "migrate": ("petastream.migrate.cli", "rewrite Petastorm code to use petastream.compat"),
 }
 # subcommands whose positional PATHs are local files or directories (at least one must exist)

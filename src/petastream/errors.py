@@ -16,6 +16,7 @@ __all__ = [
     "CorruptShardError",
     "MissingExtraError",
     "StorageError",
+    "CacheFullError",
     "DatasetExistsError",
     "IncompleteDatasetError",
     "InvalidArgumentError",
@@ -51,6 +52,10 @@ class MissingExtraError(PetastreamError, ModuleNotFoundError):
 
 class StorageError(PetastreamError, OSError):
     """A storage URL could not be read or written."""
+
+
+class CacheFullError(StorageError):
+    """The local shard cache cannot make room: its limit is smaller than the shards in use."""
 
 
 class DatasetExistsError(PetastreamError, FileExistsError):

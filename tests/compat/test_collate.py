@@ -94,3 +94,10 @@ def test_compat_shuffles_at_least_as_petastorm_would(big_url, kwargs, capacity, 
     ids = [int(i) for b in loader for i in b["id"]]
     assert sorted(ids) == list(range(40_000))
     assert low <= _score(ids) <= high
+
+
+def test_cache_limit_reaches_the_dataset_through_reader_kwargs(url):
+    reader = make_batch_reader(url, num_epochs=1, cache_limit="10mb")
+    from petastream.mds.sizes import parse_size
+
+    assert reader.dataset.cache_limit == parse_size("10mb")

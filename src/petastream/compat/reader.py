@@ -149,8 +149,12 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
                       shard_seed=None, cache_type="null", cache_location=None, cache_size_limit=None,
                       cache_row_size_estimate=None, cache_extra_settings=None, hdfs_driver="libhdfs3",
                       transform_spec=None, filters=None, storage_options=None, zmq_copy_buffers=True,
-                      filesystem=None, convert_early_to_numpy=False) -> Reader:
-    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs."""
+                      filesystem=None, convert_early_to_numpy=False, cache_limit=None) -> Reader:
+    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
+
+    ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)
+    bounds the node's shard cache for remote or compressed datasets; the converter's
+    ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through."""
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
     if cache_type not in (None, "null", "local-disk"):
@@ -167,7 +171,8 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     if num_epochs is not None and (not isinstance(num_epochs, int) or num_epochs < 1):
         raise ValueError(f"num_epochs must be a positive integer or None, got {num_epochs!r}")
-    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options)
+    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options,
+                         cache_limit=cache_limit)
     columns = _select(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
     workers = 1 if reader_pool_type == "dummy" else max(1, min(int(workers_count or 1), os.cpu_count() or 1))

@@ -378,6 +378,9 @@ class SparkDatasetConverter:
                                           shuffling_queue_capacity, data_loader_fn)
 
     def delete(self) -> None:
+        from petastream.mds.cache_admin import forget_dataset
+
+        forget_dataset(self.cache_dir_url)  # this node's cached copies of its shards go too
         _remove_cache_metadata_and_data(self.cache_dir_url)
 
     @staticmethod

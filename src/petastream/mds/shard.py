@@ -26,11 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError
+from petastream.errors import CorruptShardError, EncodingError
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
 
 __all__ = ["build_shard", "ShardData"]
+
+# What a value's decoder raises on damaged bytes: bad UTF-8 or JSON (ValueError), bad
+# numbers (ValueError, decimal's ArithmeticError), our own checks (EncodingError).
+_DECODE_ERRORS = (EncodingError, ValueError, ArithmeticError)
 
 
 def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> bytes:
@@ -105,7 +109,10 @@ class ShardData:
                 k += 1
             if pos + size > len(data):
                 raise CorruptShardError(f"shard {self.name}: sample {i} column {name!r} runs past the sample")
-            out[name] = enc.decode(data[pos : pos + size])
+            try:
+                out[name] = enc.decode(data[pos : pos + size])
+            except _DECODE_ERRORS as e:
+                raise self._damaged(name, i, e) from e
             pos += size
         return out
 
@@ -172,6 +179,27 @@ class ShardData:
             if lengths is None:
                 raw = gather_rows(self.u8, at, enc.size)
                 out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
-            else:
+                continue
+            try:
                 out[name] = enc.decode_ranges(self.u8, at, lengths)
+            except _DECODE_ERRORS as e:
+                bad = self._first_bad(enc, at, lengths)
+                sample = None if bad is None else int(bad if ids is None else ids[bad])
+                raise self._damaged(name, sample, e) from e
         return out
+
+    def _damaged(self, column: str, sample: int | None, error: Exception) -> CorruptShardError:
+        where = f"column {column!r}" + ("" if sample is None else f", sample {sample} of the shard")
+        return CorruptShardError(
+            f"shard {self.name}: {where} cannot be decoded ({error}); the shard is damaged: "
+            "run `petastream verify` on the dataset, rewrite or restore the file"
+        )
+
+    def _first_bad(self, enc: Any, at: np.ndarray, lengths: np.ndarray) -> int | None:
+        """Which value failed (the error path only: decodes one value at a time)."""
+        for j in range(len(at)):
+            try:
+                enc.decode(self.u8[at[j] : at[j] + lengths[j]].tobytes())
+            except _DECODE_ERRORS:
+                return j
+        return None

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
@@ -82,7 +83,11 @@ class MaterializedDataset:
         return open_mds(self.url, **kwargs)
 
     def delete(self) -> None:
-        """Forget it in the in-process de-dup and delete its directory."""
+        """Forget it in the in-process de-dup, remove this node's cached copies of its shards,
+        and delete its directory."""
+        from petastream.mds.cache_admin import forget_dataset
+
+        forget_dataset(self.url, storage_options=self.storage_options)
         _REGISTRY.forget(self.url)
         cache.unregister_atexit(self.url)
         cache.delete_dataset(self.url, self.storage_options)
@@ -112,7 +117,9 @@ def materialize(
     ``parent_url``: the cache directory (path or fsspec URL); default: the Spark conf
     ``petastream.spark.parentCacheDirUrl``, then Petastorm's
     ``petastorm.spark.converter.parentCacheDirUrl``.
-    ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard).
+    ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard); ``hashes=None``
+    records :data:`~petastream.mds.hashing.DEFAULT_HASHES` (xxh3-64: readers check every shard
+    as it enters their cache, ``petastream verify`` checks contents), ``[]`` none.
     ``dtype``: ``'float32'`` (Petastorm's default), ``'float64'`` or None; ``null_policy``:
     ``'error'`` or ``'fill'``; ``array_lengths``: ``'infer'``, ``'optimistic'``, ``'dynamic'``
     or ``{col: n}``;
@@ -142,7 +149,8 @@ def materialize(
     if keep_at_exit is None:
         keep_at_exit = parent_url is not None
     parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
-    options = {"compression": compression, "hashes": sorted(hashes or []),
+    hashes = list(DEFAULT_HASHES) if hashes is None else sorted(hashes)
+    options = {"compression": compression, "hashes": hashes,
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
                "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
                else array_lengths, "nested": nested}
