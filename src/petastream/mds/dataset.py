@@ -238,6 +238,13 @@ class MDSDataset:
             raise IndexError(f"shards {bad[:5]} out of range ({n} shards)")
         self._open.prefetch(wanted)
 
+    def close(self) -> None:
+        """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
+        their file descriptors (loaders call it when an iteration ends). Reading again reopens
+        what it needs; arrays a caller still holds keep their own shard mapped."""
+        self._open.close()
+        self._open.release()
+
     def shard(self, i: int) -> ShardData:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
         it now: fetched into the cache, checked, decompressed, if needed)."""

@@ -62,7 +62,8 @@ _SUPERSEDED = ("this iteration of the loader was superseded: a newer iter(), set
 
 class EpochDriver:
     def __init__(self, planner: StreamPlanner, run_pass: Callable[[EpochPlan], PassRun], *,
-                 num_epochs: int | None = 1, superseded: str = "raise"):
+                 num_epochs: int | None = 1, superseded: str = "raise",
+                 on_end: Callable[[], None] | None = None):
         if num_epochs is not None and (isinstance(num_epochs, bool) or not isinstance(num_epochs, int)
                                        or num_epochs < 1):
             raise InvalidArgumentError(f"num_epochs must be a positive int or None (forever), got {num_epochs!r}")
@@ -71,6 +72,7 @@ class EpochDriver:
         self.planner = planner
         self.num_epochs = num_epochs
         self._run_pass = run_pass
+        self._on_end = on_end  # when an iteration ends (finished, broken off or superseded)
         self._superseded = superseded
         self._fresh = True  # the position was set explicitly and no iteration has used it yet
         self._generation = 0
@@ -177,6 +179,9 @@ class EpochDriver:
             with self._lock:
                 if self._active is run:
                     self._active = None
+                idle = self._active is None
+            if idle and self._on_end is not None:
+                self._on_end()
 
     def _supersede(self) -> None:
         with self._lock:

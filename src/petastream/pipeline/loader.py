@@ -77,8 +77,10 @@ class BatchLoader:
         extra = {k: v for k, v in (("block_size", block_size), ("window", window)) if v is not None}
         self.planner = StreamPlanner(self.dataset.shard_sizes, batch_size, shuffle=shuffle, seed=seed,
                                      world_size=world_size, rank=rank, drop_last=drop_last, **extra)
+        # An ended iteration gives back its shard maps and descriptors: a job that builds a
+        # loader per evaluation must not run out of them (the next iteration reopens).
         self.driver = EpochDriver(self.planner, self._run_pass, num_epochs=num_epochs,
-                                  superseded=self.superseded)
+                                  superseded=self.superseded, on_end=self.dataset.close)
         self.columns = columns
         self.num_workers = num_workers
         self.prefetch = prefetch
