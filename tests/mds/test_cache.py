@@ -315,7 +315,7 @@ def test_dataset_five_times_the_limit_trains_within_it(tmp_path, monkeypatch):
 def test_shuffled_loader_with_two_threads_under_a_tight_limit(tmp_path, monkeypatch):
     """A shuffled plan asks for every shard at once: the read-ahead window is larger than the
     cache, and eviction must still make room (the furthest-needed first), within the limit."""
-    from petastream.loader import BatchLoader
+    from petastream.pipeline import BatchLoader
 
     url = _write(str(tmp_path / "ds"), n=12_000, size_limit=60_000)
     raw = sum(s["raw_data"]["bytes"] for s in petastream.open(url).shards)
