@@ -12,9 +12,13 @@ Where petastream differs, on purpose:
   ``gz``, ``'bzip2'`` -> ``bz2``, ``'lz4'`` -> ``zstd:1`` (MDS has no lz4; zstd level 1 is as
   fast). ``parquet_row_group_size_bytes`` becomes the shard ``size_limit``.
 * ``file_urls`` lists the MDS shard files; ``dataset_size`` comes from index.json (no Spark job).
-* Re-converting an unchanged DataFrame in a new process reuses the dataset when the previous
-  process kept it: set the Spark conf ``petastream.spark.converter.keepCacheAtExit`` to
-  ``true`` (default ``false``: delete at exit, as Petastorm).
+* Re-converting an unchanged DataFrame in a new process reuses the dataset while another
+  process uses it, or after that process kept it: set the Spark conf
+  ``petastream.spark.converter.keepCacheAtExit`` to ``true`` (default ``false``: delete at
+  exit, as Petastorm). Processes sharing the parent directory convert one DataFrame once (the
+  others wait for the first and reuse its dataset), and at exit or on ``delete()`` a dataset
+  is deleted only when no other live process holds a lease on it (see
+  :mod:`petastream.spark.leases`); the delete handler is then called as in Petastorm.
 * ``df`` given as a path: an MDS directory (ours or Mosaic-written) is used as is; a Parquet
   directory is converted to MDS under the cache directory.
 * The small-file warning (``_check_dataset_file_median_size``) is kept for callers but not
@@ -23,7 +27,6 @@ Where petastream differs, on purpose:
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
@@ -194,9 +197,10 @@ def _gen_cache_dir_name() -> str:
 
 
 def _default_delete_dir_handler(dataset_url: str) -> None:
-    loc = resolve(dataset_url)
-    if loc.exists():
-        loc.delete_tree()
+    from petastream.spark.cache import delete_dataset
+
+    if resolve(dataset_url).exists():
+        delete_dataset(dataset_url)  # index.json first: a deletion cut short never looks complete
 
 
 _delete_dir_handler = _default_delete_dir_handler
@@ -216,7 +220,7 @@ def _delete_cache_data_atexit(dataset_url: str) -> None:
 
 
 def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
-    from petastream.spark import materializer
+    from petastream.spark import leases, materializer
 
     with _cache_df_meta_list_lock:
         for i, meta in enumerate(_cache_df_meta_list):
@@ -224,7 +228,7 @@ def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
                 _cache_df_meta_list.pop(i)
                 break
         materializer._REGISTRY.forget(cache_dir_url)  # re-converting must materialize again
-    _delete_dir_handler(cache_dir_url)
+    leases.release(cache_dir_url, explicit=True, delete=lambda url: _delete_dir_handler(url))
 
 
 # -- materialization ---------------------------------------------------------------------------
@@ -238,18 +242,19 @@ def _check_dtype(dtype: Any) -> None:
 
 def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
                     compression_codec: str | None, dtype: str | None) -> str:
-    from petastream.spark import materialize
+    from petastream.spark import leases, materialize
 
     spark = df.sparkSession
     keep = _keep_cache_at_exit(spark)
     result = materialize(
-        df, parent_cache_dir_url, size_limit=row_group_size, dtype=dtype, keep_at_exit=True,
+        df, parent_cache_dir_url, size_limit=row_group_size, dtype=dtype, keep_at_exit=keep,
         compression=_CODECS[compression_codec.lower()] if compression_codec else "zstd",
     )
     if result.created:
         logger.info("Materialize dataframe to url %s successfully.", result.url)
-        if not keep:
-            atexit.register(_delete_cache_data_atexit, result.url)
+    # At exit, Petastorm's hook (the registered delete handler) runs once no other live
+    # process holds a lease on the dataset, whether this process wrote it or reused it.
+    leases.set_exit_action(result.url, _delete_cache_data_atexit)
     return result.url
 
 

@@ -200,7 +200,13 @@ def publish(parent: str, key: str, attempt: str, storage_options: dict | None = 
 
 
 def delete_dataset(url: str, storage_options: dict | None = None) -> None:
-    """Delete a dataset directory and, on object stores, the pointer that names it."""
+    """Delete a dataset directory and, on object stores, the pointer that names it.
+
+    ``index.json`` goes first: a deletion cut short (a kill, a flaky store) leaves a directory
+    that no lookup takes for a complete dataset, never a published one with shards missing.
+    Whether a shared dataset may be deleted is :mod:`petastream.spark.leases`' decision."""
+    from petastream.spark import _records
+
     loc = resolve(url, storage_options)
     parent, _, name = loc.url.rstrip("/").rpartition("/")
     if name.startswith(_TMP_PREFIX) and not loc.is_local:
@@ -212,6 +218,7 @@ def delete_dataset(url: str, storage_options: dict | None = None) -> None:
                     proot.remove(_marker(key))
             except (OSError, ValueError):
                 pass
+    _records.remove(loc, "index.json")
     loc.delete_tree()
 
 
