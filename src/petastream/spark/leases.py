@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from petastream.mds.storage import Location, resolve
 from petastream.spark import _records
 from petastream.spark._records import encode, me
+from petastream.spark.cache import delete_dataset  # now: at exit its imports would fail
 
 __all__ = ["acquire", "rebind", "forget", "release", "set_exit_action", "held", "users",
            "LEASE_DIR"]
@@ -137,11 +138,12 @@ def users(url: str, storage_options: dict | None = None, *, count_keep: bool = T
 
 
 def _users(loc: Location, count_keep: bool) -> list[str]:
-    mine = me().name
+    own = _use(me().name)
     found = []
     for name in _records.list_names(loc):
         kind = name.split("-", 1)[0]
-        if kind not in ("use", "keep") or not name.endswith(".json") or mine in name:
+        # This process's keep pin counts: another session in it asked to keep the dataset.
+        if kind not in ("use", "keep") or not name.endswith(".json") or name == own:
             continue
         record = _records.read(loc, name)
         if record is None:
@@ -211,8 +213,6 @@ def release(url: str, storage_options: dict | None = None, *, explicit: bool = F
 
 
 def _default_delete(storage_options: dict | None) -> Deleter:
-    from petastream.spark.cache import delete_dataset
-
     return lambda url: delete_dataset(url, storage_options)
 
 
