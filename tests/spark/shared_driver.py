@@ -5,7 +5,7 @@ Usage: python -m tests.spark.shared_driver <mode> <parquet_dir> <parent> <workdi
 
 * ``mode``: ``native`` (``materialize``) or ``compat`` (``make_spark_converter`` and
   ``make_torch_dataloader``), with default settings (delete at exit).
-* Waits for ``<workdir>/go`` before converting, so the processes start together; writes
+* Waits for ``<workdir>/<--go, default go>`` before converting, so the processes start together; writes
   ``<workdir>/<name>.converted.json`` (url, created) right after converting.
 * ``--slow S``: the DataFrame's rows go through a Python function (``mapInPandas``) that
   sleeps S seconds per partition (the plan, hence the content key, is the same whatever S is,
@@ -82,6 +82,7 @@ def main() -> None:
     p.add_argument("workdir")
     p.add_argument("--name", default=str(os.getpid()))
     p.add_argument("--slow", type=float, default=None)
+    p.add_argument("--go", default="go")
     p.add_argument("--passes", type=int, default=1)
     p.add_argument("--rows", type=int, required=True)
     a = p.parse_args()
@@ -91,7 +92,7 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     spark = _spark()
     df = _dataframe(spark, a.parquet, a.slow)
-    go = os.path.join(a.workdir, "go")
+    go = os.path.join(a.workdir, a.go)
     open(os.path.join(a.workdir, f"{a.name}.ready"), "w").close()
     while not os.path.exists(go):
         time.sleep(0.05)

@@ -222,7 +222,9 @@ def test_a_waiter_takes_over_from_a_killed_writer_at_once(store, tmp_path, reque
         waiter.join(30)
     assert got and got[0] > 0 and got[0] - killed < 3.0, got
     assert "is gone; this process takes over" in caplog.text
-    assert _records.list_names(resolve(parent).child(claims.CLAIM_DIR)) in ([], ["k1.lock"])
+    names = _records.list_names(resolve(parent).child(claims.CLAIM_DIR))
+    assert "k1.json" not in names and not [n for n in names if _records.me().name in n]
+    assert claims.waiters(parent, "k1") == []  # the killed holder's record is pruned
 
 
 def test_claim_wait_is_bounded(tmp_path, caplog):
@@ -261,3 +263,22 @@ def test_records_are_created_once(store, tmp_path, request):
     _records.remove(loc, "a.json")
     _records.remove(loc, "a.json")  # gone already: fine
     assert not _records.exists(loc, "a.json")
+
+
+def test_a_writer_keeps_its_dataset_for_processes_waiting_for_it(tmp_path):
+    """The writer publishes and exits at once: a waiter that has not leased the dataset yet
+    still gets it (it registered before the write finished)."""
+    parent = str(tmp_path)
+    url = _dataset(parent, "petastream-k3")
+    assert leases.acquire(url, waiters=lambda: claims.waiters(parent, "k3"))
+    loc = resolve(parent).child(claims.CLAIM_DIR)
+    owner = _records.Owner("other-host", 1, None, "w1")
+    loc.write_bytes_atomic(f"k3.waiting-{owner.name}.json", _records.encode(owner))
+    assert claims.waiters(parent, "k3") == ["other-host:1"]
+    assert leases.release(url) is False and os.path.exists(f"{url}/index.json")
+    doc = json.loads(_records.encode(owner))
+    doc["heartbeat"] -= _records.TTL_S + 1  # that waiter died
+    loc.write_bytes_atomic(f"k3.waiting-{owner.name}.json", json.dumps(doc).encode())
+    assert leases.acquire(url, waiters=lambda: claims.waiters(parent, "k3"))
+    assert leases.release(url) is True and not os.path.exists(url)
+    assert _records.list_names(loc) == []

@@ -156,16 +156,19 @@ def content_key(df: Any, options: dict[str, Any], *, storage_options: dict | Non
 
 def find_complete(parent: str, key: str, storage_options: dict | None = None) -> str | None:
     """URL of the complete dataset for ``key`` under ``parent``, or None."""
+    from petastream.spark import _records
+
+    # Fresh looks, not fsspec's listing cache: other processes publish and delete these.
     root = resolve(parent, storage_options)
     final = root.child(f"{_PREFIX}{key}")
-    if final.exists("index.json"):
+    if _records.exists(final, "index.json"):
         return final.url
-    if not root.is_local and root.exists(_marker(key)):
+    if not root.is_local:
         try:
             url = json.loads(root.read_bytes(_marker(key)))["url"]
         except (OSError, ValueError, KeyError):
             return None
-        if resolve(url, storage_options).exists("index.json"):
+        if _records.exists(resolve(url, storage_options), "index.json"):
             return url
     return None
 

@@ -3,6 +3,10 @@
 ::
 
     <parent>/.petastream-claims/<key>.json   the writer: host, pid, heartbeat, start of the write
+    <parent>/.petastream-claims/<key>.waiting-<host>-<pid>-<nonce>.json
+                                             a process waiting for the writer: a writer that
+                                             publishes and exits at once keeps the dataset for
+                                             it (see :func:`waiters`)
     <parent>/.petastream-claims/<key>.lock   local directories only: an OS file lock held for
                                              the instant a claim is checked and taken
 
@@ -36,7 +40,7 @@ from petastream.mds.storage import Location, resolve
 from petastream.spark import _records
 from petastream.spark._records import encode, me
 
-__all__ = ["claim", "CLAIM_DIR", "WAIT_TIMEOUT_S", "POLL_S", "SETTLE_S"]
+__all__ = ["claim", "waiters", "CLAIM_DIR", "WAIT_TIMEOUT_S", "POLL_S", "SETTLE_S"]
 
 log = logging.getLogger("petastream.spark")
 
@@ -60,20 +64,47 @@ def claim(parent: str, key: str, storage_options: dict | None = None, *,
     loc = resolve(parent, storage_options).child(CLAIM_DIR)
     name = f"{key}.json"
     started = time.time()
-    if not _acquire(loc, name, key, parent, progress_interval,
-                    WAIT_TIMEOUT_S if timeout is None else timeout, started):
-        yield False
-        return
-    _records.heartbeat.add(loc, name, key=key, started=started)
+    # Until the block ends (the caller has leased the dataset by then), this process counts
+    # as a user of the dataset that the writer publishes.
+    waiting = f"{key}.waiting-{me().name}.json"
+    _records.write(loc, waiting, encode(me(), key=key))
+    _records.heartbeat.add(loc, waiting, key=key)
     try:
-        yield True
-    finally:
-        _records.heartbeat.discard(loc, name)
+        if not _acquire(loc, name, key, parent, progress_interval,
+                        WAIT_TIMEOUT_S if timeout is None else timeout, started):
+            yield False
+            return
+        _records.heartbeat.add(loc, name, key=key, started=started)
         try:
-            if _mine(_records.read(loc, name)):
-                _records.remove(loc, name)
-        except OSError as e:  # a dead claim is taken over anyway
-            log.warning("could not remove the claim %s: %r", loc.child_url(name), e)
+            yield True
+        finally:
+            _records.heartbeat.discard(loc, name)
+            try:
+                if _mine(_records.read(loc, name)):
+                    _records.remove(loc, name)
+            except OSError as e:  # a dead claim is taken over anyway
+                log.warning("could not remove the claim %s: %r", loc.child_url(name), e)
+    finally:
+        _records.heartbeat.discard(loc, waiting)
+        _records.remove(loc, waiting)
+
+
+def waiters(parent: str, key: str, storage_options: dict | None = None) -> list[str]:
+    """The other live processes (``host:pid``) waiting for a write of ``key`` under
+    ``parent``, or checking for it after their wait: they are about to lease the dataset.
+    Records of dead processes are removed on the way."""
+    loc = resolve(parent, storage_options).child(CLAIM_DIR)
+    prefix, own = f"{key}.waiting-", f"{key}.waiting-{me().name}.json"
+    found = []
+    for name in _records.list_names(loc):
+        if not name.startswith(prefix) or name == own:
+            continue
+        record = _records.read(loc, name)
+        if record is not None and _records.alive(record):
+            found.append(f"{record.get('host')}:{record.get('pid')}")
+        elif record is not None:
+            _records.remove(loc, name)
+    return found
 
 
 def _mine(record: dict[str, Any] | None) -> bool:

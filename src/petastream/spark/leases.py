@@ -53,6 +53,8 @@ class _Held:
     storage_options: dict | None
     keep: bool = False
     on_exit: Deleter | None = None  # how to delete at exit; None: cache.delete_dataset
+    # Other processes about to lease it (waiters for its write; see claims.waiters).
+    waiters: Callable[[], list[str]] | None = None
 
 
 _HELD: dict[str, _Held] = {}
@@ -75,12 +77,14 @@ def held(url: str) -> bool:
 
 
 def acquire(url: str, storage_options: dict | None = None, *, keep: bool = False,
-            check: bool = True) -> bool:
+            check: bool = True, waiters: Callable[[], list[str]] | None = None) -> bool:
     """Hold a lease on the dataset at ``url`` until exit or :func:`release` (idempotent).
 
     ``keep``: also pin it, so that no process deletes it at exit. ``check`` (default): back
     off and return False when a live deletion is under way or ``index.json`` is gone (look the
     dataset up again); False only for an attempt directory this process is writing.
+    ``waiters``: lists the other processes about to lease the dataset; a release keeps the
+    dataset for them as for lease holders.
     """
     with _LOCK:
         entry = _HELD.get(url)
@@ -95,6 +99,8 @@ def acquire(url: str, storage_options: dict | None = None, *, keep: bool = False
             _records.heartbeat.add(loc, name)
             entry = _HELD[url] = _Held(url, storage_options)
             _register_exit()
+        if waiters is not None:
+            entry.waiters = waiters
         if keep and not entry.keep:
             _records.write(loc, f"keep-{me().name}.json", encode(me(), keep=True))
             entry.keep = True
@@ -200,6 +206,8 @@ def release(url: str, storage_options: dict | None = None, *, explicit: bool = F
         log.debug("cannot write the tombstone in %s: %r", loc.url, e)
     try:
         others = _users(loc, count_keep=not explicit)
+        if not others and entry is not None and entry.waiters is not None:
+            others = [f"waiting:{w}" for w in entry.waiters()]
         if others:
             log.info("keeping %s: still used by %s", url, ", ".join(others))
             return False

@@ -319,7 +319,8 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
         resolve(attempt, storage_options).write_bytes_atomic(SIDECAR, dump_sidecar(_column_info(plans)))
         shards = _merge(resolve(attempt, storage_options), subs, storage_options)
         _sweep(attempt, subs, storage_options)
-        leases.acquire(attempt, storage_options, keep=keep, check=False)
+        leases.acquire(attempt, storage_options, keep=keep, check=False,
+                       waiters=lambda: claims.waiters(parent, key, storage_options))
         url, won = cache.publish(parent, key, attempt, storage_options)
         if won:
             leases.rebind(attempt, url)
