@@ -21,6 +21,9 @@ Where petastream differs, on purpose:
   :mod:`petastream.spark.leases`); the delete handler is then called as in Petastorm.
 * ``df`` given as a path: an MDS directory (ours or Mosaic-written) is used as is; a Parquet
   directory is converted to MDS under the cache directory.
+* ``make_torch_dataloader`` / ``make_tf_dataset`` check their arguments when called (see
+  :mod:`petastream.compat._checks`): values Petastorm ran on silently wrong (``batch_size=0``,
+  ``workers_count=-2``, ``shuffling_queue_capacity=-5``) raise ``InvalidArgumentError``.
 * The small-file warning (``_check_dataset_file_median_size``) is kept for callers but not
   run: MDS shard sizes are set by ``size_limit``, not by the DataFrame's partitioning.
 """
@@ -34,6 +37,7 @@ import time
 from multiprocessing.pool import ThreadPool
 from typing import Any
 
+from petastream.compat._checks import check_tf_arguments, check_torch_arguments
 from petastream.compat._horovod import check_rank_and_size_consistent_with_horovod as _check_hvd
 from petastream.compat._horovod import get_horovod_rank_and_size as _get_horovod_rank_and_size
 from petastream.compat._urls import (
@@ -365,6 +369,7 @@ class SparkDatasetConverter:
 
     def make_tf_dataset(self, batch_size=None, prefetch=None, num_epochs=None, workers_count=None,
                         shuffling_queue_capacity=None, **petastorm_reader_kwargs) -> TFDatasetContextManager:
+        check_tf_arguments(batch_size, prefetch, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
         return TFDatasetContextManager(self.file_urls, batch_size=batch_size, prefetch=prefetch,
@@ -374,6 +379,7 @@ class SparkDatasetConverter:
     def make_torch_dataloader(self, batch_size=32, num_epochs=None, workers_count=None,
                               shuffling_queue_capacity=0, data_loader_fn=None,
                               **petastorm_reader_kwargs) -> TorchDatasetContextManager:
+        check_torch_arguments(batch_size, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
         return TorchDatasetContextManager(self.file_urls, batch_size, petastorm_reader_kwargs,
