@@ -3,8 +3,8 @@ session, one conversion into a shared parent directory, then reading the dataset
 
 Usage: python -m tests.spark.shared_driver <mode> <parquet_dir> <parent> <workdir> [options]
 
-* ``mode``: ``native`` (``materialize``) or ``compat`` (``make_spark_converter`` and
-  ``make_torch_dataloader``), with default settings (delete at exit).
+* ``mode``: ``native`` (``materialize`` into the Spark conf's cache directory) or ``compat``
+  (``make_spark_converter`` and ``make_torch_dataloader``), default settings (delete at exit).
 * Waits for ``<workdir>/<--go, default go>`` before converting, so the processes start together; writes
   ``<workdir>/<name>.converted.json`` (url, created) right after converting.
 * ``--slow S``: the DataFrame's rows go through a Python function (``mapInPandas``) that
@@ -97,9 +97,12 @@ def main() -> None:
     while not os.path.exists(go):
         time.sleep(0.05)
     if a.mode == "native":
-        from petastream.spark import materialize
+        from petastream.spark import PARENT_CONF, materialize
 
-        m = materialize(df, a.parent, progress_interval=1.0)
+        # The cache directory from the Spark conf: delete at exit by default (a parent_url
+        # argument names a destination, which is kept).
+        spark.conf.set(PARENT_CONF, a.parent)
+        m = materialize(df, progress_interval=1.0)
         url, created = m.url, m.created
 
         def read() -> list[int]:

@@ -213,10 +213,7 @@ def _reuse_or_write(df: Any, parent: str, key: str, shared: bool, write: dict[st
                 log.info("reusing %s, written by another process meanwhile", url)
                 return describe(url, storage_options, key=key, reused=True,
                                 seconds=time.perf_counter() - start)
-        result = _write(df, parent, key, **write)
-    if result.created or leases.acquire(result.url, storage_options, keep=keep):
-        return result
-    return None
+        return _write(df, parent, key, **write)
 
 
 def parent_cache_dir(session: Any) -> str:
@@ -258,7 +255,9 @@ class _Retry(Exception):
 def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
            size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
-           progress_interval: float, start: float, keep: bool) -> MaterializedDataset:
+           progress_interval: float, start: float, keep: bool) -> MaterializedDataset | None:
+    """Write ``df`` and publish it under ``key`` (leased by this process); None if another
+    conversion published first and its dataset was deleted before this process leased it."""
     prepared, plans = prepare(df, dtype=dtype, nested=nested)
     t0 = time.perf_counter()
     plans, nulls = infer_lengths(prepared, plans, array_lengths,
@@ -289,6 +288,8 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
                  max((r["seconds"] for r in rows), default=0.0))
         return describe(url, storage_options, key=key, created=True, seconds=seconds)
     log.info("another conversion published %s first; using it (this attempt was discarded)", url)
+    if not leases.acquire(url, storage_options, keep=keep):
+        return None
     return describe(url, storage_options, key=key, reused=True, seconds=seconds)
 
 
