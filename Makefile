@@ -1,5 +1,5 @@
 # Both targets create .venv on first use (scripts/bootstrap.sh is idempotent).
-.PHONY: venv demo test lint bench
+.PHONY: venv demo test test-min docs lint bench
 
 venv:
 	@scripts/bootstrap.sh
@@ -9,6 +9,14 @@ demo: venv
 
 test: venv
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The declared lower bounds (constraints-min.txt) in two small venvs: core, MDS, CLI, classic Spark.
+test-min:
+	@scripts/min_versions.sh
+
+# The documentation site (docs/, mkdocs.yml); --strict: broken links or anchors fail.
+docs: venv
+	.venv/bin/mkdocs build --strict --quiet
 
 lint: venv
 	.venv/bin/ruff check src tests benchmarks examples

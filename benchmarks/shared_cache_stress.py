@@ -40,13 +40,16 @@ def _parquet(path: str) -> None:
 
 
 def _left(parent: str) -> list[str]:
-    """Complete datasets and pointers left under ``parent``."""
-    from petastream.mds.storage import resolve
-    from petastream.spark import _records
+    """Complete datasets and pointers left under ``parent`` (plain fsspec: any checkout)."""
+    import fsspec
 
-    root = resolve(parent)
-    return sorted(n for n in _records.list_names(root) if n.endswith(".json") or (
-        "petastream-" in n and _records.exists(root.child(n), "index.json")))
+    fs, path = fsspec.core.url_to_fs(parent)
+    fs.invalidate_cache()
+    if not fs.exists(path):
+        return []
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)]
+    return sorted(n for n in names if n.endswith(".json") or (
+        "petastream-" in n and fs.exists(f"{path}/{n}/index.json")))
 
 
 def run_round(i: int, rng: random.Random, parent: str, src: str, work: str) -> dict:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import time
 
 import numpy as np
 
@@ -24,32 +22,19 @@ from benchmarks import peer_envs
 from benchmarks.harness import Result, epoch_result
 from benchmarks.torch_epoch import peer_result
 from benchmarks.workloads import WORKLOADS, make_data, prepare
+from petastream import bench
 
 NAME = "tf_epoch"
 BATCH = 1024
 FLOOR = "floor: numpy perm+gather+convert_to_tensor"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is first imported
 
 
 def floor(data: dict[str, np.ndarray]) -> float:
-    import tensorflow as tf
-
-    n = len(data["id"])
-    t = time.perf_counter()
-    perm = np.random.default_rng(1).permutation(n)
-    for i in range(0, n, BATCH):
-        ix = perm[i : i + BATCH]
-        {k: tf.convert_to_tensor(v[ix]) for k, v in data.items()}
-    return time.perf_counter() - t
+    return bench.tf_floor(data, BATCH)[1]  # shared with `petastream bench`
 
 
 def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
-    import petastream.tf as ptf
-
-    t = time.perf_counter()
-    ds = ptf.dataset(url, batch_size=BATCH, shuffle=True, seed=1, num_epochs=1, num_workers=workers)
-    rows = sum(int(b["id"].shape[0]) for b in ds)
-    return rows, time.perf_counter() - t
+    return bench.tf_epoch(url, BATCH, workers)
 
 
 def run(args: argparse.Namespace) -> list[Result]:

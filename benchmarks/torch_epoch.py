@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
 
 import numpy as np
 
 from benchmarks import peer_envs
 from benchmarks.harness import Result, epoch_result
 from benchmarks.workloads import WORKLOADS, make_data, prepare
+from petastream import bench
 
 NAME = "torch_epoch"
 BATCH = 1024
@@ -34,23 +34,11 @@ __all__ = ["NAME", "FLOOR", "make_data", "run"]
 
 
 def floor(data: dict[str, np.ndarray]) -> float:
-    import torch
-
-    n = len(data["id"])
-    t = time.perf_counter()
-    perm = np.random.default_rng(1).permutation(n)
-    for i in range(0, n, BATCH):
-        ix = perm[i : i + BATCH]
-        {k: (torch.from_numpy(v[ix]) if v.dtype != object else list(v[ix])) for k, v in data.items()}
-    return time.perf_counter() - t
+    return bench.torch_floor(data, BATCH)[1]  # shared with `petastream bench`
 
 
 def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
-    from petastream.torch import loader
-
-    t = time.perf_counter()
-    rows = sum(len(b["id"]) for b in loader(url, BATCH, shuffle=True, seed=1, num_workers=workers))
-    return rows, time.perf_counter() - t
+    return bench.torch_epoch(url, BATCH, workers)
 
 
 def peer_result(bench: str, n: int, variant: str, res: dict, note: str) -> Result:

@@ -395,3 +395,31 @@ def test_a_dataset_built_before_a_mid_epoch_resume_says_to_rebuild(url):
     rest = fresh.as_dataset()  # built after load_state_dict: the rest of the epoch, then whole ones
     assert int(rest.cardinality()) == tf.data.UNKNOWN_CARDINALITY
     assert len(list(rest)) == 7
+
+
+@pytest.mark.parametrize("per_call", [3, 8])
+def test_several_batches_per_call_give_the_same_stream_and_exact_steps(url, per_call):
+    one = [{k: v.numpy() for k, v in b.items()} for b in ptf.dataset(url, 64, shuffle=True, seed=5, num_epochs=2)]
+    loader = TFLoader(url, 64, shuffle=True, seed=5, num_epochs=2, batches_per_call=per_call)
+    many = []
+    states = []
+    for k, b in enumerate(loader.as_dataset(), 1):
+        many.append({c: v.numpy() for c, v in b.items()})
+        states.append(loader.state_dict(steps=k))
+    assert len(many) == len(one) == len(loader)
+    for a, b in zip(one, many):
+        assert a.keys() == b.keys() and all(np.array_equal(a[c], b[c]) for c in a)
+    reference = TFLoader(url, 64, shuffle=True, seed=5, num_epochs=2)
+    it = iter(reference.as_dataset())
+    for k in range(len(one)):
+        next(it)
+        assert reference.state_dict() == states[k]  # exact after every step, whatever was read ahead
+
+
+def test_ragged_columns_take_one_batch_per_call(tmp_path):
+    path = str(tmp_path / "ragged")
+    write_mds({"id": np.arange(50), "v": [np.arange(1 + i % 5, dtype=np.int32) for i in range(50)]}, path,
+              columns={"id": "int64", "v": "ndarray:int32"})
+    batches = list(ptf.dataset(path, 8, batches_per_call=4))
+    assert [int(i) for b in batches for i in b["id"].numpy()] == list(range(50))
+    assert batches[1]["v"][2].numpy().tolist() == list(range(1 + 10 % 5))

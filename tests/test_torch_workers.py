@@ -120,3 +120,19 @@ def test_iterable_dataset_splits_ranks(url):
 def test_iterable_dataset_refuses_loader_only_arguments(url):
     with pytest.raises(InvalidArgumentError, match="does not take num_workers=: the DataLoader"):
         MDSIterableDataset(url, 10, num_workers=2)
+
+
+@pytest.mark.filterwarnings("ignore:.*pin_memory.*:UserWarning")
+def test_iterable_dataset_with_pin_memory_stays_correct(url):
+    ds = MDSIterableDataset(url, 64, shuffle=True, seed=4)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True)
+    batches = list(dl)
+    assert _ids(batches) == _ids(loader(url, 64, shuffle=True, seed=4))
+    assert batches[0]["s"] == [f"s{i}" for i in batches[0]["id"].tolist()]  # lists pass pinning intact
+    assert batches[0]["x"].shape == (64, 2) and batches[0]["x"].dtype == torch.float32
+
+
+def test_device_staging_moves_batches_to_a_non_cpu_device(url):
+    # 'meta' is a real torch device without a GPU: the staging stage's plain .to(device) path.
+    batches = list(loader(url, 100, device="meta", columns=["id", "x"]))
+    assert len(batches) == 15 and all(b["x"].device.type == "meta" for b in batches)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build a peer's benchmark environment: benchmarks/envs/build.sh petastorm|mosaic [...]
+# Build a peer's benchmark environment: benchmarks/envs/build.sh petastorm|mosaic|litdata [...]
 #
 # Creates .bench/envs/<peer> with `python3.11 -m venv` (override: PYTHON=...), installs
 # <peer>.txt with dependencies, then <peer>.nodeps.txt with --no-deps (packages whose declared
@@ -17,6 +17,7 @@ python=${PYTHON:-python3.11}
 declare -A CHECK=(
   [petastorm]="import petastorm, petastorm.spark, pyspark, pyarrow, torch, tensorflow; assert pyarrow.__version__.startswith('14.')"
   [mosaic]="import streaming, torch; from streaming import StreamingDataset"
+  [litdata]="import litdata, torch, boto3; from litdata import StreamingDataset, StreamingDataLoader, optimize"
 )
 
 pip_install() {  # quiet pip; drops the noise of this machine's file:// extra indexes

@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from petastream import _extras
+
 __version__ = "0.1.0.dev0"
 
 # name -> module that defines it; resolved on first attribute access (PEP 562).
@@ -22,6 +24,9 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
+
+# A framework missing under any petastream module is reported naming the extra to install.
+_extras.install_hook()
 
 
 def __getattr__(name: str) -> Any:

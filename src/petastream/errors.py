@@ -16,6 +16,7 @@ __all__ = [
     "CorruptShardError",
     "MissingExtraError",
     "StorageError",
+    "CacheFullError",
     "DatasetExistsError",
     "IncompleteDatasetError",
     "InvalidArgumentError",
@@ -43,12 +44,18 @@ class CorruptShardError(PetastreamError, OSError):
     """A shard file is truncated, has the wrong size or hash, or a broken offsets table."""
 
 
-class MissingExtraError(PetastreamError, ImportError):
-    """An optional dependency is needed; the message names the extra to install."""
+class MissingExtraError(PetastreamError, ModuleNotFoundError):
+    """An optional dependency is needed; the message names the extra to install.
+    A ``ModuleNotFoundError`` (so also an ``ImportError``): ``except`` clauses written for
+    Python's own error keep working."""
 
 
 class StorageError(PetastreamError, OSError):
     """A storage URL could not be read or written."""
+
+
+class CacheFullError(StorageError):
+    """The local shard cache cannot make room: its limit is smaller than the shards in use."""
 
 
 class DatasetExistsError(PetastreamError, FileExistsError):

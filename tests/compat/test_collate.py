@@ -67,3 +67,37 @@ def test_nonsense_arguments_are_refused(url, cls, kwargs, match):
 def test_collate_fn_must_be_callable(url):
     with pytest.raises(InvalidArgumentError, match="collate_fn must be callable"):
         DataLoader(make_batch_reader(url, num_epochs=1), collate_fn="stack")
+
+
+def _score(ids) -> float:
+    """Mean |id[k+1] - id[k]| over N/3: 1 for a uniform shuffle, 0 for sequential order."""
+    ids = np.asarray(ids, dtype=np.float64)
+    return float(np.abs(np.diff(ids)).mean() / (len(ids) / 3))
+
+
+@pytest.fixture(scope="module")
+def big_url(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("shuffle") / "ds")
+    write_mds({"id": np.arange(40_000)}, path, size_limit=40_000)  # 50 shards ("row groups")
+    return path
+
+
+@pytest.mark.parametrize(("kwargs", "capacity", "low", "high"), [
+    ({}, 0, 0.9, 1.1),  # Petastorm's defaults: at least its row-group interleave; here a full shuffle
+    ({}, 4096, 0.9, 1.1),
+    ({"shuffle_row_groups": False}, 4096, 0.01, 1.1),  # the queue alone still shuffles
+    ({"shuffle_row_groups": False}, 0, 0.0, 0.001),  # asked for none: sequential
+])
+def test_compat_shuffles_at_least_as_petastorm_would(big_url, kwargs, capacity, low, high):
+    loader = DataLoader(make_batch_reader(big_url, num_epochs=1, seed=1, **kwargs), batch_size=1000,
+                        shuffling_queue_capacity=capacity)
+    ids = [int(i) for b in loader for i in b["id"]]
+    assert sorted(ids) == list(range(40_000))
+    assert low <= _score(ids) <= high
+
+
+def test_cache_limit_reaches_the_dataset_through_reader_kwargs(url):
+    reader = make_batch_reader(url, num_epochs=1, cache_limit="10mb")
+    from petastream.mds.sizes import parse_size
+
+    assert reader.dataset.cache_limit == parse_size("10mb")

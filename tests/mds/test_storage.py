@@ -51,8 +51,8 @@ def test_s3_round_trip_through_a_real_s3_api(s3_bucket, tmp_path):
     got = ds.read(np.arange(200)[::-1])
     assert list(got["id"]) == list(range(199, -1, -1)) and got["s"][0] == "v199"
     # the shards now sit in the local cache: a second epoch reads no shard from S3
-    cached = [f for _, _, fs in os.walk(tmp_path / "cache") for f in fs]
-    assert len(cached) == ds.num_shards
+    usage = ds.cache.usage()
+    assert usage.entries == ds.num_shards and usage.temporary == 0
     assert verify(ds).ok
 
 

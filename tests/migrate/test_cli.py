@@ -86,11 +86,12 @@ def test_check_exits_1_when_anything_would_change(tmp_path: Path, run_cli) -> No
     assert read(tmp_path, "requirements.txt") == "petastorm==0.12.1\nnumpy\n"
 
 
-def test_manual_items_exit_1_in_every_mode(tmp_path: Path, run_cli) -> None:
+def test_manual_items_exit_3_in_every_mode_once_nothing_is_pending(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, WITH_MANUAL_ITEMS)
+    assert run_cli("--check", ".", cwd=tmp_path).code == 1  # a rewrite is pending: that wins
     for args in ([], ["--write"], ["--check"]):
         run = run_cli(*args, ".", cwd=tmp_path)
-        assert run.code == 1, args
+        assert run.code == 3, args
     assert read(tmp_path, "loader.py").splitlines()[:2] == [
         "from petastorm import make_reader",
         "from petastream.compat import TransformSpec",
@@ -102,7 +103,7 @@ def test_manual_items_exit_1_in_every_mode(tmp_path: Path, run_cli) -> None:
 
 def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, WITH_MANUAL_ITEMS)
-    assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 1
+    assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 3
     text = read(tmp_path, "loader.py")
     assert text.startswith("# TODO(petastream): petastorm.make_reader is not provided by petastream.compat; ")
     assert run_cli("--check", "--todo", ".", cwd=tmp_path).out == ""  # idempotent
@@ -127,16 +128,20 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
     assert run.code == 2
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert report["tool"] == "petastream migrate"
-    assert (report["version"], report["mode"], report["exit_code"]) == (1, "diff", 2)
+    assert (report["version"], report["mode"], report["exit_code"]) == (2, "diff", 2)
     assert report["summary"] == {
         "files_scanned": 4,
         "files_changed": 3,
-        "files_flagged": 1,
+        "files_flagged": 2,  # loader.py, and requirements.txt keeps petastorm for it
         "files_errored": 1,
-        "manual_items": 1,
+        "manual_items": 2,
+        "notes": 0,
+        "petastorm_uses_left": 1,
     }
     files = {f["path"]: f for f in report["files"]}
     assert sorted(files) == ["broken.py", "loader.py", "requirements.txt", "train.py"]
+    (kept,) = files["requirements.txt"]["items"]
+    assert kept["code"] == "petastorm-kept" and "loader.py:1" in kept["message"]
     assert files["broken.py"]["error"].startswith("does not parse")
     assert files["train.py"] == {
         "path": "train.py",
@@ -156,6 +161,8 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
         "message": "petastorm.make_reader is not provided by petastream.compat",
         "suggestion": item["suggestion"],
         "uses": ["2"],
+        "severity": "manual",
+        "keeps_petastorm": True,
     }
     assert "petastream.open(url)" in item["suggestion"]
 
@@ -173,11 +180,12 @@ def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
     }
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
     run = run_cli("--report", "r.json", "nb.ipynb", cwd=tmp_path)
-    assert run.code == 1
+    assert run.code == 3
     assert "  nb.ipynb:cell 2:2: petastorm.make_reader is not provided" in run.err
     item = json.loads(read(tmp_path, "r.json"))["files"][0]["items"][0]
     assert (item["cell"], item["line"], item["location"]) == (2, 2, "nb.ipynb:cell 2:2")
-    assert '+    "%pip install \\"petastream[spark]\\"\\n",' in run.out
+    # the notebook still imports make_reader: its %pip keeps petastorm, adds petastream
+    assert '+    "%pip install petastorm \\"petastream[spark]\\"\\n",' in run.out
 
 
 def test_skips_vcs_virtualenvs_site_packages_and_checkpoints(tmp_path: Path, run_cli) -> None:
@@ -282,10 +290,58 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     check = subprocess.run([*command, "migrate", "--check", "."], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert check.returncode == 1
     assert "+++ b/train.py" in check.stdout
-    assert "3 file(s) scanned, 3 would change, 1 flagged" in check.stderr
+    assert "3 file(s) scanned, 3 would change, 2 flagged" in check.stderr
     write = subprocess.run([*command, "migrate", "--write", "-j", "2", "."], cwd=tmp_path, capture_output=True, text=True, env=env)
-    assert write.returncode == 1  # loader.py still has make_reader
+    assert write.returncode == 3  # loader.py still has make_reader
     assert read(tmp_path, "train.py").startswith("from petastream.compat import")
     helptext = subprocess.run([*command, "migrate", "--help"], capture_output=True, text=True, env=env)
     assert helptext.returncode == 0
     assert "--write" in helptext.stdout and "exit status" in helptext.stdout
+    assert "3  nothing to rewrite, but manual items remain" in helptext.stdout
+
+
+def test_dependency_files_follow_the_code_of_their_own_project(tmp_path: Path, run_cli) -> None:
+    keeps = "from petastorm import make_reader\nr = make_reader(url)\n"
+    done = "from petastorm.spark import make_spark_converter\n"
+    write_tree(
+        tmp_path,
+        {
+            "a/job.py": keeps,
+            "a/requirements.txt": "petastorm\n",
+            "b/job.py": done,
+            "b/requirements/base.txt": "petastorm\n",
+            "docker/requirements.txt": "petastorm\n",  # no code of its own: the whole run counts
+        },
+    )
+    assert run_cli("--write", ".", cwd=tmp_path).code == 3
+    assert read(tmp_path, "a/requirements.txt") == "petastorm\npetastream[spark]\n"
+    assert read(tmp_path, "b/requirements/base.txt") == "petastream[spark]\n"
+    assert read(tmp_path, "docker/requirements.txt") == "petastorm\npetastream[spark]\n"
+
+
+def test_a_dependency_file_alone_gets_a_note(tmp_path: Path, run_cli) -> None:
+    write_tree(tmp_path, {"requirements.txt": "petastorm\n"})
+    run = run_cli("--write", "requirements.txt", cwd=tmp_path)
+    assert run.code == 0
+    assert "note: petastorm replaced by petastream[spark] without looking at any code" in run.err
+
+
+def test_jobs_default_to_one_per_cpu(tmp_path: Path, run_cli) -> None:
+    from petastream.cli import build_parser
+
+    args = build_parser(["migrate", "."]).parse_args(["migrate", "."])
+    assert args.jobs == 0
+    for i in range(20):  # enough files that mention Petastorm for worker processes to start
+        write_tree(tmp_path, {f"m{i}.py": "from petastorm.spark import make_spark_converter\n"})
+    run = run_cli("--check", ".", cwd=tmp_path)
+    assert (run.code, run.out.count("+++ b/")) == (1, 20)
+
+
+def test_an_unparseable_file_keeps_the_petastorm_dependency(tmp_path: Path, run_cli) -> None:
+    write_tree(tmp_path, {"ok.py": "from petastorm.spark import make_spark_converter\n",
+                          "broken.py": "from petastorm import make_reader(\n",
+                          "requirements.txt": "petastorm\n"})
+    run = run_cli("--write", ".", cwd=tmp_path)
+    assert run.code == 2
+    assert read(tmp_path, "requirements.txt") == "petastorm\npetastream[spark]\n"
+    assert "code still imports Petastorm at broken.py (not migrated: does not parse)" in run.err

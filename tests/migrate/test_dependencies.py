@@ -61,8 +61,10 @@ def test_requirements_txt_keeps_comments_markers_and_other_pins() -> None:
         torch
         """
     )
-    assert items == []
-    assert migrate_requirements_txt(text) == (text, [])
+    # the pyarrow pin was for petastorm and still fits petastream: a note, not a change
+    assert [(i.line, i.code, i.severity) for i in items] == [(4, "petastorm-pin", "info")]
+    assert items[0].message.startswith("pyarrow>=14,<15 was pinned for petastorm")
+    assert migrate_requirements_txt(text) == (text, items)
 
 
 def test_requirements_txt_crlf_and_no_final_newline() -> None:
@@ -74,15 +76,26 @@ def test_requirements_txt_reports_what_it_cannot_rewrite() -> None:
     source = dedent(
         """
         git+https://github.com/uber/petastorm.git@v0.12.1#egg=petastorm
-        petastorm==0.12.1 \\
-            --hash=sha256:0123456789abcdef
+        -e git+https://github.com/uber/petastorm#egg=petastorm
         """
     )
     text, items = migrate_requirements_txt(source)
     assert text == source
     assert [(i.line, i.code) for i in items] == [(1, "unsupported-requirement"), (2, "unsupported-requirement")]
     assert "from PyPI" in items[0].suggestion
-    assert "regenerate the hashes" in items[1].suggestion
+
+
+def test_hash_pinned_file_is_a_lock_file() -> None:
+    source = dedent(
+        """
+        petastorm==0.12.1 \\
+            --hash=sha256:0123456789abcdef
+        """
+    )
+    text, items = migrate_requirements_txt(source)
+    assert text == source
+    assert [(i.line, i.code) for i in items] == [(1, "regenerate-lock")]
+    assert "pip-compile" in items[0].suggestion
 
 
 def test_requirements_txt_with_petastream_already_listed() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from petastream.migrate.notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
 
 from .conftest import dedent
+from .installability import declared_bound
 
 
 def code(source: str, outputs: list[Any] | None = None, count: int | None = 1) -> dict[str, Any]:
@@ -83,19 +84,19 @@ def test_code_cells_are_migrated_and_everything_else_kept() -> None:
     expected = legacy_notebook()
     expected["cells"][1]["source"] = ['%pip install "petastream[spark]" pyarrow<15']
     expected["cells"][2]["source"] = [
-        "import petastorm\n",
         "import petastream.compat\n",
         "from petastream.compat import SparkDatasetConverter, make_spark_converter\n",
         "files = !ls /dbfs/tmp",
     ]
+    # make_batch_reader on a converter's files reads MDS now: compat's reader takes it over
     expected["cells"][4]["source"] = [
-        "reader = petastorm.make_batch_reader(converter.file_urls)\n",
+        "reader = petastream.compat.make_batch_reader(converter.file_urls)\n",
         "spec = petastream.compat.TransformSpec(func)",
     ]
     expected["cells"][5]["source"] = ["%%bash\n", 'pip install "petastream[spark]"\n', "echo petastorm"]
     assert result.text == dump(expected)  # same layout, outputs, ids, metadata
     assert result.errors == []
-    assert [(i.cell, i.line, i.code) for i in result.items] == [(5, 1, "unsupported-use")]
+    assert result.items == []
     assert migrate_ipynb(result.text).text == result.text
 
 
@@ -192,9 +193,13 @@ converter = make_spark_converter(df)
 def test_databricks_source_notebook() -> None:
     assert is_databricks_source(DATABRICKS)
     result = migrate_databricks(DATABRICKS)
+    # make_reader stays, so the notebook-scoped installs keep petastorm beside petastream
     assert result.text == (
-        DATABRICKS.replace("# MAGIC %pip install petastorm==0.12.1", '# MAGIC %pip install "petastream[spark]"')
-        .replace("# MAGIC pip install petastorm", '# MAGIC pip install "petastream[spark]"')
+        DATABRICKS.replace(
+            "# MAGIC %pip install petastorm==0.12.1",
+            '# MAGIC %pip install petastorm==0.12.1 "petastream[spark]"',
+        )
+        .replace("# MAGIC pip install petastorm", '# MAGIC pip install petastorm "petastream[spark]"')
         .replace(
             "from petastorm.spark import SparkDatasetConverter",
             "from petastream.compat import SparkDatasetConverter",
@@ -213,3 +218,72 @@ def test_databricks_conda_install_is_reported() -> None:
 
 def test_plain_python_is_not_a_databricks_notebook() -> None:
     assert not is_databricks_source("# MAGIC %pip install petastorm\nimport os\n")
+
+
+def indented(*lines: str) -> dict[str, Any]:
+    """A code cell exactly as given (code() dedents, which would hide the indentation)."""
+    cell = code("x")
+    cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    return cell
+
+
+def test_indented_cells_are_dedented_migrated_and_reindented() -> None:
+    # IPython runs a cell whose lines all start indented (pasted from a function body).
+    text = dump(
+        notebook(
+            indented(
+                "    from petastorm.spark import SparkDatasetConverter, make_spark_converter",
+                "    from petastorm import TransformSpec",
+                "    %pip list",
+                "    def to_tensor(pdf):",
+                "        return pdf",
+                "",
+                "    converter = make_spark_converter(df)",
+            ),
+            indented("  import os", "  from petastorm.spark import make_spark_converter"),
+        )
+    )
+    result = migrate_ipynb(text)
+    assert result.errors == []
+    cells = json.loads(result.text)["cells"]
+    assert cells[0]["source"] == [
+        "    from petastream.compat import SparkDatasetConverter, TransformSpec, make_spark_converter\n",
+        "    %pip list\n",
+        "    def to_tensor(pdf):\n",
+        "        return pdf\n",
+        "\n",
+        "    converter = make_spark_converter(df)",
+    ]
+    assert cells[1]["source"] == ["  import os\n", "  from petastream.compat import make_spark_converter"]
+    assert migrate_ipynb(result.text).text == result.text
+
+
+def test_indented_cell_with_manual_items_reports_cell_lines() -> None:
+    text = dump(notebook(indented("    x = 1", "    from petastorm import make_reader", "    r = make_reader(u)")))
+    result = migrate_ipynb(text, todo=True)
+    (item,) = result.items
+    assert (item.cell, item.line, item.uses) == (1, 2, ("cell 1:3",))
+    source = json.loads(result.text)["cells"][0]["source"]
+    assert source[1].startswith("    # TODO(petastream): petastorm.make_reader")
+    assert source[2:] == ["    from petastorm import make_reader\n", "    r = make_reader(u)"]
+
+
+def test_pip_install_keeps_petastorm_while_the_notebook_needs_it_and_flags_pins() -> None:
+    text = dump(
+        notebook(
+            code("%pip install petastorm==0.12.1 pyarrow==10.0.1 torch"),
+            code("from petastorm import make_batch_reader\nreader = make_batch_reader('file:///data/train.parquet')"),
+        )
+    )
+    result = migrate_ipynb(text)
+    cells = json.loads(result.text)["cells"]
+    assert cells[0]["source"] == ['%pip install petastorm==0.12.1 "petastream[spark]" pyarrow==10.0.1 torch']
+    assert [(i.cell, i.line, i.code) for i in result.items] == [
+        (1, 1, "conflicting-pin"),
+        (2, 1, "unsupported-import"),
+    ]
+    assert result.items[0].message == "pyarrow==10.0.1 conflicts with {}, which needs pyarrow{}".format(
+        *declared_bound("pyarrow")
+    )
+    again = migrate_ipynb(result.text)
+    assert (again.text, [i.code for i in again.items]) == (result.text, [i.code for i in result.items])

@@ -89,18 +89,28 @@ class Reader:
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
 
-        Petastorm shuffles row groups by default and rows only through a shuffling queue: here
-        blocks of samples are permuted when the reader shuffles, and samples within a window
-        of ``shuffling_queue_capacity`` rows (or the default window with ``shuffle_rows``).
+        A migrated script must not train on less-shuffled data than it did under Petastorm,
+        whose parallel readers interleave several shuffled row groups before its shuffling
+        queue mixes them. So: when the reader shuffles (``shuffle_row_groups``, the default, or
+        ``shuffle_rows``), blocks of samples are permuted and shuffled within the native
+        loader's window (or ``shuffling_queue_capacity`` rows, if larger): at least Petastorm's
+        mixing, at the native loader's speed. Without them, a shuffling queue still shuffles
+        within windows of its capacity (shards in a permuted order, each kept whole); with
+        neither, the order is sequential.
         """
-        window = None
-        if self.shuffle and not self.shuffle_rows:
-            window = max(1, int(shuffling_queue_capacity or 1))
+        from petastream.stream import DEFAULT_WINDOW
+
+        capacity = int(shuffling_queue_capacity or 0)
+        shuffle, window, block_size = self.shuffle, None, None
+        if self.shuffle:
+            window = max(DEFAULT_WINDOW, capacity)
+        elif capacity > 1:
+            shuffle, window, block_size = True, capacity, 1 << 62  # blocks are cut at shard ends
         spec = self.transform_spec
         return dict(
-            batch_size=batch_size, shuffle=self.shuffle, seed=self.seed, num_epochs=self.num_epochs,
+            batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
-            world_size=self.world_size, window=window,
+            world_size=self.world_size, window=window, block_size=block_size,
             transform=functools.partial(transform_batch, spec) if spec else None,  # picklable
         )
 
@@ -139,8 +149,12 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
                       shard_seed=None, cache_type="null", cache_location=None, cache_size_limit=None,
                       cache_row_size_estimate=None, cache_extra_settings=None, hdfs_driver="libhdfs3",
                       transform_spec=None, filters=None, storage_options=None, zmq_copy_buffers=True,
-                      filesystem=None, convert_early_to_numpy=False) -> Reader:
-    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs."""
+                      filesystem=None, convert_early_to_numpy=False, cache_limit=None) -> Reader:
+    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
+
+    ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)
+    bounds the node's shard cache for remote or compressed datasets; the converter's
+    ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through."""
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
     if cache_type not in (None, "null", "local-disk"):
@@ -157,7 +171,8 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     if num_epochs is not None and (not isinstance(num_epochs, int) or num_epochs < 1):
         raise ValueError(f"num_epochs must be a positive integer or None, got {num_epochs!r}")
-    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options)
+    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options,
+                         cache_limit=cache_limit)
     columns = _select(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
     workers = 1 if reader_pool_type == "dummy" else max(1, min(int(workers_count or 1), os.cpu_count() or 1))

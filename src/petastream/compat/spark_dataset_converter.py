@@ -101,6 +101,9 @@ _cache_df_meta_list_lock = threading.Lock()
 
 
 def _get_spark_session() -> Any:
+    from petastream._extras import require
+
+    require("pyspark", "petastream.compat.make_spark_converter")
     from pyspark import TaskContext
     from pyspark.sql import SparkSession
 
@@ -232,7 +235,16 @@ def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
                 _cache_df_meta_list.pop(i)
                 break
         materializer._REGISTRY.forget(cache_dir_url)  # re-converting must materialize again
-    leases.release(cache_dir_url, explicit=True, delete=lambda url: _delete_dir_handler(url))
+    leases.release(cache_dir_url, explicit=True, delete=_forget_and_delete)
+
+
+def _forget_and_delete(dataset_url: str) -> None:
+    """``delete()`` of a dataset nobody else uses: this node's cached copies of its shards go
+    first (its index.json names them), then the directory, through the delete handler."""
+    from petastream.mds.cache_admin import forget_dataset
+
+    forget_dataset(dataset_url)
+    _delete_dir_handler(dataset_url)
 
 
 # -- materialization ---------------------------------------------------------------------------

@@ -4,10 +4,14 @@
 merged indexes with sub-directory basenames, empty shards, every compression family.
 
 Shards are opened as memory maps of their raw (uncompressed) file, so reading never loads
-more than it touches. A compressed or remote shard is first brought into a local cache
-directory (downloaded, optionally hash-checked, decompressed to a temporary name, renamed);
-the cache is keyed by the dataset URL *and* the content of its index.json, so a rewritten
-dataset never serves stale shards, and a second epoch reads the cached files.
+more than it touches. A local uncompressed shard is mapped where it lies (never copied); a
+compressed, remote or FUSE-mounted one (``/Volumes``, ``/dbfs``) is first brought into the
+node's shard cache (:mod:`petastream.mds.cache`: one fill per shard per node, verified,
+atomic, bounded by ``cache_limit``) under a key naming its bytes (:mod:`petastream.mds.sources`),
+so neither a repaired nor a rewritten source is shadowed by an old copy, and a second epoch
+reads the cached files. :meth:`MDSDataset.prefetch` loads the shards a loader needs next on a
+bounded pool (:mod:`petastream.mds.readahead`), so decode does not wait on the network or on
+decompression.
 """
 
 from __future__ import annotations
@@ -16,30 +20,25 @@ import builtins
 import hashlib
 import mmap
 import os
-import threading
-from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError, FormatError
-from petastream.mds import hashing
-from petastream.mds.compression import parse_compression
+from petastream.errors import CorruptShardError, FormatError, InvalidArgumentError
+from petastream.mds.cache import ShardCache, default_cache_root
 from petastream.mds.index import parse_index
 from petastream.mds.layout import ColumnLayout
+from petastream.mds.readahead import OpenShards
 from petastream.mds.shard import ShardData
 from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
+from petastream.mds.sizes import cache_limit_setting
+from petastream.mds.sources import ShardSources
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
 
 _OPEN_SHARDS = 64  # memory maps kept open per dataset (LRU)
-
-
-def default_cache_root() -> str:
-    return os.environ.get("PETASTREAM_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "petastream", "shards"
-    )
 
 
 def _reopen(url: str, kwargs: dict[str, Any], fingerprint: str) -> MDSDataset:
@@ -56,8 +55,16 @@ class MDSDataset:
     """An MDS dataset. ``len(ds)`` samples; ``ds[i]`` one sample as a dict (Mosaic's types);
     :meth:`read_shard` / :meth:`read` decode many samples into columns at once.
 
-    ``validate_hash``: an algorithm name (e.g. ``"xxh64"``) checked on every shard file as it
-    enters the cache, or for local uncompressed shards when first opened.
+    ``cache_dir``: the node's shard cache (default ``$PETASTREAM_CACHE_DIR`` or
+    ``~/.cache/petastream/shards``); every process on the machine that shares it fetches a
+    shard once. ``cache_limit``: its size bound, bytes or ``"50gb"`` (default
+    ``$PETASTREAM_CACHE_LIMIT``; without one the cache keeps 5% of the disk free).
+    ``validate_hash``: ``"auto"`` checks the fastest hash each shard file records as it enters
+    the cache (or is first mapped in place); an algorithm name checks that one; None sizes only.
+    ``read_in_place``: None maps local uncompressed shards where they lie and caches FUSE mounts
+    of remote storage (``/Volumes``, ``/dbfs``); True maps those in place too; False caches all.
+    ``prefetch_depth``: shards loaded ahead of the reader (0 disables read-ahead);
+    ``prefetch_workers``: loads at once (downloads, decompression, hash checks).
     ``allow_unsafe_types``: permit ``pkl`` columns, which run code when decoded.
     """
 
@@ -67,13 +74,23 @@ class MDSDataset:
         *,
         split: str | None = None,
         cache_dir: str | None = None,
-        validate_hash: str | None = None,
+        cache_limit: int | str | None = None,
+        validate_hash: str | None = "auto",
+        read_in_place: bool | None = None,
+        prefetch_depth: int = 8,
+        prefetch_workers: int = 8,
         allow_unsafe_types: bool = False,
         storage_options: dict | None = None,
     ):
         # What reopens this dataset in another process (see __reduce__).
-        self._init_args = (url, {"split": split, "cache_dir": cache_dir, "validate_hash": validate_hash,
-                                 "allow_unsafe_types": allow_unsafe_types, "storage_options": storage_options})
+        self._init_args = (url, {
+            "split": split, "cache_dir": cache_dir, "cache_limit": cache_limit,
+            "validate_hash": validate_hash, "read_in_place": read_in_place,
+            "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
+            "allow_unsafe_types": allow_unsafe_types, "storage_options": storage_options})
+        for name, value in (("prefetch_depth", prefetch_depth), ("prefetch_workers", prefetch_workers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < (name == "prefetch_workers"):
+                raise InvalidArgumentError(f"{name} must be an int >= {int(name == 'prefetch_workers')}, got {value!r}")
         self.url = url.rstrip("/") + (f"/{split}" if split else "")
         self.location: Location = resolve(self.url, storage_options)
         try:
@@ -82,23 +99,39 @@ class MDSDataset:
             raise _missing_index(self.location) from None
         self.shards = parse_index(index_bytes, source=self.location.child_url("index.json"))
         self.validate_hash = validate_hash
-        if validate_hash is not None:
-            self._check_hash_recorded(validate_hash)
+        self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
+                                    read_in_place=read_in_place)
         self.layout = self._common_layout(allow_unsafe_types)
         self.shard_sizes = np.array([s["samples"] for s in self.shards], dtype=np.int64)
         self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
         np.cumsum(self.shard_sizes, out=self.shard_offsets[1:])
         #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
         self.fingerprint = hashlib.blake2s(index_bytes, digest_size=16).hexdigest()
-        key = hashlib.blake2s(self.url.encode() + b"\0" + index_bytes, digest_size=16).hexdigest()
-        self.cache_dir = os.path.join(cache_dir or default_cache_root(), key)
+        #: The node's shard cache directory (see :mod:`petastream.mds.cache`).
+        self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
+        self.cache = ShardCache.at(self.cache_dir)
+        self.cache_limit = cache_limit_setting(cache_limit)
         #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
         self.logical_dtypes = logical_dtypes(self.column_info)
-        self._open: OrderedDict[int, ShardData] = OrderedDict()
-        self._hash_checked: set[int] = set()
-        self._lock = threading.Lock()
+        self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
+        self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
+                                workers=prefetch_workers, **self._budgets())
+        self.cache.protect(self._keys_needed_soon)
+
+    def _budgets(self) -> dict[str, int | None]:
+        """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
+        for shards already read (the rest: the shards decode threads are reading, and other
+        readers), split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
+        if self.cache_limit is None:
+            return {"cached_budget": None, "ahead_budget": None}
+        try:
+            procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        except ValueError:
+            procs = 1
+        return {"cached_budget": self.cache_limit // (4 * procs),
+                "ahead_budget": self.cache_limit // (4 * procs)}
 
     def _read_sidecar(self) -> dict[str, dict[str, str]]:
         try:
@@ -112,16 +145,6 @@ class MDSDataset:
         # Spark tasks reopen the dataset, and check that it is still the same content.
         url, kwargs = self._init_args
         return _reopen, (url, kwargs, self.fingerprint)
-
-    def _check_hash_recorded(self, algo: str) -> None:
-        """Fail at open, not mid-epoch, when shards do not record ``algo``."""
-        hashing.hexdigest(algo, b"")  # unknown names raise here
-        for i, shard in enumerate(self.shards):
-            if algo not in shard["hashes"]:
-                raise FormatError(
-                    f"validate_hash={algo!r}, but shard {i} of {self.url} records only "
-                    f"{shard['hashes']}; pick one of those or leave validate_hash unset"
-                )
 
     def _common_layout(self, allow_unsafe: bool) -> ColumnLayout | None:
         if not self.shards:
@@ -205,96 +228,83 @@ class MDSDataset:
         return scatter_columns(parts, positions, len(ids))
 
     # -- shard files -------------------------------------------------------------------------
-    def shard(self, i: int) -> ShardData:
-        """The open :class:`ShardData` of shard ``i`` (fetched into the cache if needed)."""
-        with self._lock:
-            data = self._open.get(i)
-            if data is not None:
-                self._open.move_to_end(i)
-                return data
-        data = self._open_shard(i)
-        with self._lock:
-            self._open[i] = data
-            while len(self._open) > _OPEN_SHARDS:
-                self._open.popitem(last=False)
-        return data
+    def prefetch(self, shards: Sequence[int]) -> None:
+        """Load ``shards`` (the ones the coming reads need, in plan order) ahead of the reader,
+        on a bounded pool. Non-blocking; shards open, loading or already asked for are skipped."""
+        n = len(self.shards)
+        wanted = [int(s) for s in shards]
+        bad = [s for s in wanted if not 0 <= s < n]
+        if bad:
+            raise IndexError(f"shards {bad[:5]} out of range ({n} shards)")
+        self._open.prefetch(wanted)
 
-    def _open_shard(self, i: int) -> ShardData:
+    def shard(self, i: int) -> ShardData:
+        """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
+        it now: fetched into the cache, checked, decompressed, if needed)."""
         if not 0 <= i < len(self.shards):
             raise IndexError(f"shard {i} out of range ({len(self.shards)} shards)")
+        return self._open.get(i)
+
+    def local_raw_path(self, i: int) -> str:
+        """Path of shard ``i``'s raw file on local disk (in place, or its cache entry, filled now
+        if needed). The path is not pinned: a limited cache may evict it once unmapped."""
+        self.shard(i)
+        path = self._in_place[i]
+        return path if path is not None else self.cache.path(self.sources.key(i))
+
+    def _cost(self, i: int) -> tuple[int, bool]:
+        return self.sources.raw_bytes(i), self._in_place[i] is None
+
+    def _cheap(self, i: int) -> bool:
+        path = self._in_place[i]
+        return path is not None and not self.sources.needs_check(i, path)
+
+    def _keys_needed_soon(self) -> list[str]:
+        keys = (self.sources.known_key(i) for i in self._open.needed_soon() if self._in_place[i] is None)
+        return [k for k in keys if k is not None]
+
+    def _load(self, i: int, wait: bool) -> ShardData | None:
+        """Map shard ``i``: in place, or from the cache (filled first if needed). None when
+        ``wait`` is False and the cache has no room now."""
         meta = self.shards[i]
-        path = self.local_raw_path(i)
-        raw = meta["raw_data"]
-        size = os.path.getsize(path)
-        if size != raw["bytes"]:
+        path = self._in_place[i]
+        if path is not None:
+            buf = self._map_in_place(i, path, prefetch=not wait)
+            label = path
+        else:
+            key = self.sources.key(i)
+            buf = self.cache.get(key, self.sources.raw_bytes(i), lambda out: self.sources.fill(i, out),
+                                 limit=self.cache_limit, wait=wait, on_pressure=self._open.release)
+            if buf is None:
+                return None
+            label = f"{self.sources.url(i)} (cached as {self.cache.path(key)})"
+            if len(buf) != meta["raw_data"]["bytes"]:
+                raise CorruptShardError(
+                    f"shard {i} {label}: {len(buf)} bytes, index.json says "
+                    f"{meta['raw_data']['bytes']}; the cache entry was damaged: run "
+                    "`petastream cache prune --all` and read again"
+                )
+        return ShardData(buf, self.layout, name=f"{i} {label}", expected_samples=meta["samples"])
+
+    def _map_in_place(self, i: int, path: str, *, prefetch: bool) -> Any:
+        expected = self.sources.raw_bytes(i)
+        try:
+            size = os.path.getsize(path)
+        except FileNotFoundError:
+            raise CorruptShardError(f"shard file {path} listed in index.json is missing") from None
+        if size != expected:
             raise CorruptShardError(
-                f"shard {path}: {size} bytes on disk, index.json says {raw['bytes']}; "
+                f"shard {i} {path}: {size} bytes on disk, index.json says {expected}; "
                 "the file is truncated or was replaced"
             )
         if size == 0:
-            buf: Any = b""
-        else:
-            with builtins.open(path, "rb") as f:
-                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return ShardData(buf, self.layout, name=path, expected_samples=meta["samples"])
-
-    def local_raw_path(self, i: int) -> str:
-        """Path of shard ``i``'s raw file on local disk, fetching/decompressing it if needed."""
-        meta = self.shards[i]
-        raw_name = meta["raw_data"]["basename"]
-        direct = self.location.local_file(raw_name)
-        if direct is not None and os.path.exists(direct):
-            if self.validate_hash and i not in self._hash_checked:
-                with builtins.open(direct, "rb") as f:
-                    self._check_hash(i, "raw_data", f.read(), direct)
-                self._hash_checked.add(i)
-            return direct
-        cached = os.path.join(self.cache_dir, *raw_name.split("/"))
-        if os.path.exists(cached):
-            return cached
-        self._fetch(i, cached)
-        return cached
-
-    def _fetch(self, i: int, dest: str) -> None:
-        meta = self.shards[i]
-        zip_data = meta.get("zip_data")
-        if meta.get("compression") and zip_data:
-            name, key = zip_data["basename"], "zip_data"
-        else:
-            name, key = meta["raw_data"]["basename"], "raw_data"
-        try:
-            data = self.location.read_bytes(name)
-        except FileNotFoundError:
-            raise CorruptShardError(
-                f"shard file {self.location.child_url(name)} listed in index.json is missing"
-            ) from None
-        expected = meta[key]["bytes"]
-        if len(data) != expected:
-            raise CorruptShardError(
-                f"shard {self.location.child_url(name)}: {len(data)} bytes, index.json says "
-                f"{expected}; the file is truncated or corrupted"
-            )
-        self._check_hash(i, key, data, self.location.child_url(name))
-        if key == "zip_data":
-            codec = parse_compression(meta["compression"])
-            assert codec is not None
-            try:
-                data = codec.decompress(data)
-            except Exception as e:  # each codec library raises its own error type
-                raise CorruptShardError(
-                    f"shard {self.location.child_url(name)}: cannot decompress ({codec.family}): {e}"
-                ) from e
-        resolve(os.path.dirname(dest)).write_bytes_atomic(os.path.basename(dest), data)
-
-    def _check_hash(self, i: int, key: str, data: bytes, where: str) -> None:
-        algo = self.validate_hash
-        if algo is None:
-            return
-        expected = self.shards[i][key]["hashes"][algo]
-        actual = hashing.hexdigest(algo, data)
-        if actual != expected:
-            raise CorruptShardError(f"shard {where}: {algo} is {actual}, index.json says {expected}")
-
+            return b""
+        with builtins.open(path, "rb") as f:
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if prefetch and hasattr(buf, "madvise"):
+            buf.madvise(mmap.MADV_WILLNEED)  # start reading it from disk (or a network mount) now
+        self.sources.verify_in_place(i, path, buf)
+        return buf
 
 
 def _missing_index(loc: Location) -> Exception:

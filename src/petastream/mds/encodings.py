@@ -210,7 +210,7 @@ def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.nd
         arr = arr.combine_chunks()
     if not isinstance(arr, pa.Array):
         try:
-            arr = pa.array(values, type=pa.large_string() if kind == "string" else pa.large_binary())
+            arr = _to_arrow(values, kind)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             # Mixed input (say bytes in a str column, which Mosaic writes as-is): slow path.
             return _pack([encode_value(_REGISTRY[kind_name(kind)], v) for v in values])
@@ -231,6 +231,25 @@ def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.nd
     else:
         data = data[: offsets[-1]]
     return offsets.astype(np.int64, copy=False), data
+
+
+def _to_arrow(values: Any, kind: str) -> Any:
+    """A str/bytes column (list, numpy ``U``/``S``/object array) as an Arrow array.
+
+    pyarrow < 20 cannot convert a numpy string array to ``large_string``/``large_binary``
+    directly (``NumPyConverter doesn't implement <large_string> conversion``): convert to
+    ``string``/``binary`` there (chunked past 2 GiB) and let the caller cast.
+    """
+    import pyarrow as pa
+
+    large, small = (pa.large_string(), pa.string()) if kind == "string" else (pa.large_binary(), pa.binary())
+    try:
+        return pa.array(values, type=large)
+    except pa.ArrowNotImplementedError:
+        arr = pa.array(values, type=small)
+    if isinstance(arr, pa.ChunkedArray):  # over 2 GiB of characters
+        return pa.chunked_array([c.cast(large) for c in arr.chunks], large).combine_chunks()
+    return arr
 
 
 def kind_name(kind: str) -> str:

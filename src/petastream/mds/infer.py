@@ -48,6 +48,16 @@ def _fixed_ndarray(dtype: str, shape: tuple[int, ...]) -> str:
     return f"ndarray:{dtype}:{','.join(map(str, shape))}"
 
 
+def _numpy_dtype(typ: Any) -> str:
+    """The numpy dtype name of an Arrow integer or floating type. (Not ``to_pandas_dtype()``:
+    it imports pandas on pyarrow < 15, and pandas is no dependency of the core.)"""
+    import pyarrow as pa
+
+    if pa.types.is_floating(typ):
+        return f"float{typ.bit_width}"
+    return f"{'' if pa.types.is_signed_integer(typ) else 'u'}int{typ.bit_width}"
+
+
 def encoding_for_arrow_type(name: str, typ: Any, *, fixed_length: int | None = None) -> str:
     """Encoding for an Arrow type. ``fixed_length`` marks a list column whose rows all have
     that length (known only from the data), which then gets a fixed-size ``ndarray``."""
@@ -57,7 +67,7 @@ def encoding_for_arrow_type(name: str, typ: Any, *, fixed_length: int | None = N
     if t.is_boolean(typ):
         return "uint8"
     if t.is_integer(typ) or t.is_floating(typ):
-        return np.dtype(typ.to_pandas_dtype()).name
+        return _numpy_dtype(typ)
     if t.is_string(typ) or t.is_large_string(typ):
         return "str"
     if t.is_binary(typ) or t.is_large_binary(typ) or t.is_fixed_size_binary(typ):
@@ -67,7 +77,7 @@ def encoding_for_arrow_type(name: str, typ: Any, *, fixed_length: int | None = N
     if t.is_fixed_size_list(typ) or t.is_list(typ) or t.is_large_list(typ):
         inner = typ.value_type
         if t.is_integer(inner) or t.is_floating(inner):
-            dtype = np.dtype(inner.to_pandas_dtype()).name
+            dtype = _numpy_dtype(inner)
             size = typ.list_size if t.is_fixed_size_list(typ) else fixed_length
             return _fixed_ndarray(dtype, (size,)) if size else f"ndarray:{dtype}"
         if t.is_boolean(inner):

@@ -21,6 +21,7 @@ import numpy as np
 from petastream.errors import EncodingError, FormatError
 from petastream.mds.encodings import Encoding
 from petastream.mds.gather import gather_ranges
+from petastream.mds.segments import copy_segments
 
 __all__ = ["NDArray", "Ragged", "DTYPE_CODES", "gather_ranges"]
 
@@ -225,8 +226,7 @@ def _encode_1d(lengths: np.ndarray, flat: np.ndarray, with_dtype: bool) -> tuple
     if total:
         src_starts = np.zeros(n, dtype=np.int64)
         np.cumsum(nbytes[:-1], out=src_starts[1:])
-        idx = np.repeat(vstart - src_starts, nbytes) + np.arange(total, dtype=np.int64)
-        out[idx] = flat.view(np.uint8)
+        copy_segments(out, vstart, flat.view(np.uint8).reshape(-1), src_starts, nbytes)
     return offsets, out
 
 

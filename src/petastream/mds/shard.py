@@ -26,15 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError
+from petastream.errors import CorruptShardError, EncodingError
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
 
 __all__ = ["build_shard", "ShardData"]
 
+# What a value's decoder raises on damaged bytes: bad UTF-8 or JSON (ValueError), bad
+# numbers (ValueError, decimal's ArithmeticError), our own checks (EncodingError).
+_DECODE_ERRORS = (EncodingError, ValueError, ArithmeticError)
 
-def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: bytes | np.ndarray) -> bytes:
-    """Assemble shard bytes from concatenated sample payloads and their sizes."""
+
+def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> bytes:
+    """Assemble shard bytes from the sample payloads (one buffer, or a list of buffers that
+    concatenate to them: joined once, with no intermediate copy) and their sizes."""
     n = len(sample_sizes)
     header = np.empty(n + 2, dtype="<u4")
     header[0] = n
@@ -46,7 +51,8 @@ def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: bytes | n
     if offsets[-1] >= 1 << 32:
         raise CorruptShardError(f"a shard of {offsets[-1]} bytes exceeds the 4 GiB MDS limit; lower size_limit")
     header[1:] = offsets
-    return b"".join((header.tobytes(), config_json, memoryview(payload).cast("B")))
+    parts = payload if isinstance(payload, list) else [payload]
+    return b"".join((header.tobytes(), config_json, *(memoryview(p).cast("B") for p in parts)))
 
 
 class ShardData:
@@ -103,7 +109,10 @@ class ShardData:
                 k += 1
             if pos + size > len(data):
                 raise CorruptShardError(f"shard {self.name}: sample {i} column {name!r} runs past the sample")
-            out[name] = enc.decode(data[pos : pos + size])
+            try:
+                out[name] = enc.decode(data[pos : pos + size])
+            except _DECODE_ERRORS as e:
+                raise self._damaged(name, i, e) from e
             pos += size
         return out
 
@@ -170,6 +179,27 @@ class ShardData:
             if lengths is None:
                 raw = gather_rows(self.u8, at, enc.size)
                 out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
-            else:
+                continue
+            try:
                 out[name] = enc.decode_ranges(self.u8, at, lengths)
+            except _DECODE_ERRORS as e:
+                bad = self._first_bad(enc, at, lengths)
+                sample = None if bad is None else int(bad if ids is None else ids[bad])
+                raise self._damaged(name, sample, e) from e
         return out
+
+    def _damaged(self, column: str, sample: int | None, error: Exception) -> CorruptShardError:
+        where = f"column {column!r}" + ("" if sample is None else f", sample {sample} of the shard")
+        return CorruptShardError(
+            f"shard {self.name}: {where} cannot be decoded ({error}); the shard is damaged: "
+            "run `petastream verify` on the dataset, rewrite or restore the file"
+        )
+
+    def _first_bad(self, enc: Any, at: np.ndarray, lengths: np.ndarray) -> int | None:
+        """Which value failed (the error path only: decodes one value at a time)."""
+        for j in range(len(at)):
+            try:
+                enc.decode(self.u8[at[j] : at[j] + lengths[j]].tobytes())
+            except _DECODE_ERRORS:
+                return j
+        return None

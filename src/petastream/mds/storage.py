@@ -12,6 +12,7 @@ does not download again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
@@ -21,7 +22,12 @@ from typing import Any
 
 from petastream.errors import MissingExtraError, StorageError
 
-__all__ = ["Location", "resolve", "is_local_url"]
+__all__ = ["Location", "resolve", "is_local_url", "is_remote_mount", "REMOTE_MOUNTS_ENV"]
+
+#: Colon-separated path prefixes that are FUSE mounts of remote storage, besides Databricks'.
+REMOTE_MOUNTS_ENV = "PETASTREAM_REMOTE_MOUNTS"
+# Databricks: Unity Catalog volumes and the DBFS fuse mount read through the network.
+_REMOTE_MOUNTS = ("/Volumes/", "/dbfs/")
 
 _CLOUD_EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs",
                  "abfss": "adlfs", "az": "adlfs"}
@@ -46,6 +52,19 @@ def _local_path(url: str) -> str | None:
 
 def is_local_url(url: str) -> bool:
     return _local_path(url) is not None
+
+
+def is_remote_mount(path: str) -> bool:
+    """Whether a local path lies on a FUSE mount of remote storage (``/Volumes/...``,
+    ``/dbfs/...``, or a prefix listed in ``$PETASTREAM_REMOTE_MOUNTS``): readers copy such
+    shards into the local cache instead of reading them in place over the network."""
+    extra = [p for p in os.environ.get(REMOTE_MOUNTS_ENV, "").split(os.pathsep) if p]
+    path = os.path.abspath(path)
+    for prefix in (*_REMOTE_MOUNTS, *extra):
+        prefix = prefix.rstrip("/") + "/"
+        if path.startswith(prefix) or path + "/" == prefix:
+            return True
+    return False
 
 
 @dataclass
@@ -113,6 +132,24 @@ class Location:
                 found += [f"{name}/{p}" for p in self.child(name).listdir_recursive_names(filename, depth - 1)]
         return sorted(found)
 
+    def file_tags(self, directory: str = "") -> dict[str, str]:
+        """``{name: tag}`` for the files directly under ``directory``: what identifies a file's
+        current version without reading it. Local: size, modification time (ns) and inode.
+        Object stores: size and the ETag (or generation, or modification time), from one
+        listing request (fresh: fsspec's listing cache is bypassed)."""
+        where = self.child(directory) if directory else self
+        if self.is_local:
+            tags = {}
+            with os.scandir(where.path) as it:
+                for de in it:
+                    st = de.stat()
+                    tags[de.name] = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+            return tags
+        with contextlib.suppress(Exception):  # not every filesystem keeps a listing cache
+            self.fs.invalidate_cache(where.path)
+        return {posixpath.basename(info["name"].rstrip("/")): _remote_tag(info)
+                for info in self.fs.ls(where.path, detail=True)}
+
     def isdir(self) -> bool:
         return os.path.isdir(self.path) if self.is_local else self.fs.isdir(self.path)
 
@@ -177,6 +214,18 @@ class Location:
             if os.path.exists(tmp):
                 os.remove(tmp)
             raise
+
+
+# Fields that change when an object is rewritten, most specific first (S3/Azure, GCS, others).
+_VERSION_FIELDS = ("ETag", "etag", "generation", "md5Hash", "LastModified",
+                   "last_modified", "mtime", "modified", "created")
+
+
+def _remote_tag(info: dict[str, Any]) -> str:
+    version = next((info[k] for k in _VERSION_FIELDS if info.get(k) is not None), None)
+    if version is None:  # an unknown filesystem: every field it reports
+        version = sorted((k, str(v)) for k, v in info.items())
+    return f"{info.get('size')}:{version}"
 
 
 def resolve(url: str | os.PathLike, storage_options: dict | None = None) -> Location:

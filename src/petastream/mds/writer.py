@@ -26,6 +26,7 @@ from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
 from petastream.mds.index import dump_index, shard_basename
 from petastream.mds.layout import ColumnLayout, parse_size_limit
+from petastream.mds.segments import copy_segments
 from petastream.mds.shard import build_shard
 from petastream.mds.storage import Location, resolve
 
@@ -122,8 +123,22 @@ class MDSWriter:
         (n,) = n
         if n == 0:
             return
-        payload, sizes = _encode_block(self.layout, cols, n)
-        self._append(memoryview(payload), sizes)
+        # In row blocks of an eighth of a shard, so the encoded copies and their temporaries stay
+        # bounded by the shard size whatever the input's (a shard's blocks are held until it
+        # is written, then joined): the first block's rows tell the row size.
+        target = max(1 << 20, (self.size_limit or _BLOCK_BYTES) // 8)
+        start, step = 0, n if self.layout.all_fixed else min(n, _FIRST_BLOCK_ROWS)
+        if self.layout.all_fixed:
+            step = max(1, min(n, target // self.layout.fixed_dtype().itemsize))
+        while start < n:
+            stop = min(n, start + step)
+            part = cols if (start, stop) == (0, n) else {k: v[start:stop] for k, v in cols.items()}
+            payload, sizes = _encode_block(self.layout, part, stop - start)
+            self._append(memoryview(payload), sizes)
+            del payload, part
+            _release_arrow_memory()  # str/bytes went through Arrow, whose pool keeps freed blocks
+            step = max(1, int(target // max(1.0, float(sizes.mean()))))
+            start = stop
 
     def _check_keys(self, keys: Any) -> None:
         keys = set(keys)
@@ -165,8 +180,8 @@ class MDSWriter:
     def flush(self) -> None:
         """Write the pending samples as one shard (even if there are none)."""
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
-        payload = b"".join(self._segments)
-        raw = build_shard(self._config_json, sizes, payload)
+        raw = build_shard(self._config_json, sizes, self._segments)
+        self._segments = []  # the blocks are in raw now: let them go before writing
         index = len(self.shards)
         raw_name = shard_basename(index, None)
         raw_data = {"basename": raw_name, "bytes": len(raw),
@@ -213,6 +228,16 @@ class MDSWriter:
             self.finish()
         else:
             self.abort()
+
+
+_BLOCK_BYTES = 1 << 26  # encoded bytes per block when shards are unbounded
+_FIRST_BLOCK_ROWS = 1024  # rows encoded before the row size is known
+
+
+def _release_arrow_memory() -> None:
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _as_columns(data: Any) -> dict[str, Any]:
@@ -275,13 +300,13 @@ def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
     return arr
 
 
-def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tuple[bytes, np.ndarray]:
-    """Encode n rows to concatenated sample payloads and their sizes."""
+def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Encode n rows to concatenated sample payloads (uint8) and their sizes."""
     if layout.all_fixed:
         table = np.empty(n, dtype=layout.fixed_dtype())
         for name, enc in zip(layout.names, layout.encodings):
             table[name] = _fixed_column(name, enc, cols[name], n)
-        return table.tobytes(), np.full(n, table.dtype.itemsize, dtype=np.int64)
+        return table.view(np.uint8), np.full(n, table.dtype.itemsize, dtype=np.int64)
     encoded: list[tuple[np.ndarray | None, np.ndarray, np.ndarray | None]] = []
     var_lengths = []
     sizes = np.zeros(n, dtype=np.int64)
@@ -315,12 +340,9 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
             out[pos[:, None] + np.arange(size)] = data
             pos = pos + size
         else:
-            total = int(lengths.sum())
-            if total:
-                idx = np.repeat(pos - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
-                out[idx] = data
+            copy_segments(out, pos, data.reshape(-1), offsets[:-1] - offsets[0], lengths)
             pos = pos + lengths
-    return out.tobytes(), sizes
+    return out, sizes
 
 
 def write_mds(

@@ -9,10 +9,15 @@ available from Python::
     report = Report.build("diff", results)
 
 Modules, one job each: ``mapping`` (what Petastorm names become), ``bindings`` and
-``imports`` (Python imports and their uses, scope-aware), ``strings`` (mock.patch targets),
-``python`` (one Python source), ``requirements`` / ``packaging`` / ``setup_py`` (the
-dependency), ``magics`` / ``notebooks`` (Jupyter and Databricks), ``files`` (one file),
-``runner`` (many files), ``report``, ``cli``. Importing this package pulls in LibCST only.
+``imports`` (Python imports and their uses, scope-aware), ``pipeline`` (a reader and its
+loaders move together or stay), ``usages`` (cache-layout reads, custom collate_fn),
+``strings`` (mock.patch targets), ``import_order`` (lint-clean imports), ``python`` (one
+Python source); ``depfile`` (the dependency decision for every format), ``pins`` (version
+pins against petastream's metadata), ``pep508`` (requirement strings, pip commands),
+``requirements`` / ``packaging`` / ``setup_py`` / ``conda`` / ``locks`` (the formats);
+``magics`` / ``notebooks`` (Jupyter and Databricks), ``files`` (one file), ``runner`` (many
+files, code first, then dependency files), ``report``, ``cli``. The user guide is
+docs/migrate-tool.md. Importing this package pulls in LibCST, packaging and PyYAML only.
 """
 
 from __future__ import annotations

@@ -2,16 +2,15 @@
 
 Default: print a unified diff of what would change (stdout) and write nothing. ``--write``
 rewrites the files in place; ``--check`` exits 1 when anything would change (CI). A summary
-(files scanned / changed / flagged, the manual items per file) always goes to stderr, so
-stdout stays a clean patch. Exit codes: 0 nothing left to do; 1 changes pending under
-``--check`` or manual items remain; 2 errors (unreadable or unparseable files, reported while
-the others are still processed).
+(files scanned / changed / flagged, the manual items and notes per file) always goes to
+stderr, so stdout stays a clean patch. Exit codes are in :data:`EPILOG` (and
+docs/migrate-tool.md): rewrites pending and "only manual items remain" are told apart, so
+``--check`` can gate CI after a partial migration.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -22,8 +21,13 @@ from .runner import Progress, migrate_paths, unified_diff, write_results
 __all__ = ["add_migrate_arguments", "run_migrate"]
 
 EPILOG = """\
-exit status: 0 nothing left to do; 1 changes pending (--check) or manual items remain;
-2 errors (the other files are still processed).
+exit status:
+  0  nothing left to do (notes may still be printed)
+  1  --check only: some files would be rewritten (run with --write)
+  2  errors: unreadable or unparseable files (the other files are still processed)
+  3  nothing to rewrite, but manual items remain (listed on stderr and in --report)
+  Precedence: 2, then 1, then 3. To gate CI once the automatic part is done and the
+  manual items are tracked: petastream migrate --check . || [ $? -eq 3 ]
 examples:
   petastream migrate .                      # show the diff, write nothing
   petastream migrate --write --todo src/    # rewrite in place, mark what is left
@@ -48,13 +52,16 @@ def add_migrate_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="files or directories (.py, .ipynb, Databricks .py notebooks, requirements*.txt, "
-        "setup.py, setup.cfg, pyproject.toml)",
+        help="files or directories (.py, .ipynb, Databricks .py notebooks, requirements*.txt/.in, "
+        "setup.py, setup.cfg, pyproject.toml, conda environment*.yml, lock files); run it on "
+        "the whole project: dependency files keep petastorm while any code still needs it",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the files in place")
     mode.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if any file would change"
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if any file would change, 3 if only manual items remain",
     )
     parser.add_argument(
         "--todo",
@@ -66,9 +73,9 @@ def add_migrate_arguments(parser: argparse.ArgumentParser) -> None:
         "-j",
         "--jobs",
         type=_jobs,
-        default=1,
+        default=0,
         metavar="N",
-        help="migrate with N processes (0: one per CPU; default 1)",
+        help="migrate with N processes (default 0: one per CPU)",
     )
     parser.add_argument(
         "--exclude",
@@ -84,10 +91,9 @@ def add_migrate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_migrate(args: argparse.Namespace) -> int:
     mode = "write" if args.write else "check" if args.check else "diff"
-    jobs = args.jobs or os.cpu_count() or 1
     progress = Progress() if sys.stderr.isatty() else None
     results = migrate_paths(
-        args.paths, Options(todo=args.todo), jobs=jobs, exclude=args.exclude, progress=progress
+        args.paths, Options(todo=args.todo), jobs=args.jobs, exclude=args.exclude, progress=progress
     )
     if mode == "write":
         write_results(results)

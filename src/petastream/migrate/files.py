@@ -2,8 +2,11 @@
 
 Kinds: ``python`` (.py), ``databricks`` (a .py Databricks source notebook), ``notebook``
 (.ipynb), ``requirements`` (requirements*.txt / .in, and .txt/.in files in a
-``requirements/`` folder), ``setup.py`` (Python and its dependency lists), ``setup.cfg`` and
-``pyproject.toml``. A file that never mentions Petastorm is not parsed. Nothing is written
+``requirements/`` folder), ``setup.py`` (Python and its dependency lists), ``setup.cfg``,
+``pyproject.toml``, ``conda`` (environment*.yml / .yaml, conda*.yml / .yaml) and ``lock``
+(poetry.lock, uv.lock, Pipfile.lock, pdm.lock, conda-lock.yml). The dependency kinds
+(:data:`DEPENDENCY_KINDS`) take :attr:`Options.project`: what the code of the same run still
+needs. A file that never mentions Petastorm or petastream is not parsed. Nothing is written
 here; an unreadable or unparseable file becomes a result with ``error`` set.
 """
 
@@ -11,11 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
+from .conda import is_conda_environment, migrate_environment_yml
+from .depfile import Project
+from .import_order import ImportStyle, style_for
+from .locks import LOCK_FILES, lock_items
 from .notebooks import is_databricks_source, migrate_databricks, migrate_ipynb
 from .packaging import migrate_pyproject, migrate_setup_cfg
 from .python import describe_parse_error, migrate_python
@@ -23,11 +30,13 @@ from .report import FileResult, ManualItem
 from .requirements import migrate_requirements_txt
 from .setup_py import migrate_setup_py
 
-__all__ = ["Options", "file_kind", "migrate_file", "migrate_text"]
+__all__ = ["Options", "DEPENDENCY_KINDS", "file_kind", "migrate_file", "migrate_text"]
+
+DEPENDENCY_KINDS = frozenset({"requirements", "setup.py", "setup.cfg", "pyproject.toml", "conda", "lock"})
 
 _REQUIREMENTS = re.compile(r"requirements.*\.(txt|in)", re.I)
 _BOM = "\ufeff"
-_MARKERS = (b"petastorm", b"parent_cache_dir_url_conf")
+_MARKERS = (b"petastorm", b"parent_cache_dir_url_conf", b"petastream")
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,10 @@ class Options:
     """Settings for one run that every worker needs."""
 
     todo: bool = False  # mark manual items with "# TODO(petastream): ..." comments
+    style: ImportStyle | None = None  # the file's isort settings (set per file by migrate_file)
+    # For dependency files: what the code migrated in the same run still needs (None: no
+    # knowledge, the file is migrated on its own and petastorm is replaced).
+    project: Project | None = None
 
 
 def file_kind(path: Path) -> str | None:
@@ -47,11 +60,25 @@ def file_kind(path: Path) -> str | None:
         return "notebook"
     if name in ("setup.cfg", "pyproject.toml"):
         return name
+    if name in LOCK_FILES or name.endswith(".conda-lock.yml"):
+        return "lock"
+    if is_conda_environment(name):
+        return "conda"
     if _REQUIREMENTS.fullmatch(name) or (
         path.parent.name == "requirements" and path.suffix in (".txt", ".in")
     ):
         return "requirements"
     return None
+
+
+def needs_migration(path: Path) -> bool:
+    """False when the file cannot need anything (it never mentions Petastorm or petastream);
+    unreadable files say True, so their error is reported by :func:`migrate_file`."""
+    try:
+        data = path.read_bytes().lower()
+    except OSError:
+        return True
+    return any(marker in data for marker in _MARKERS)
 
 
 def migrate_file(path: Path, display: str, options: Options) -> FileResult:
@@ -61,7 +88,7 @@ def migrate_file(path: Path, display: str, options: Options) -> FileResult:
             display,
             "unknown",
             error="not a file petastream migrate handles (.py, .ipynb, requirements*.txt, "
-            "setup.py, setup.cfg, pyproject.toml)",
+            "setup.py, setup.cfg, pyproject.toml, environment.yml, lock files)",
         )
     try:
         data = path.read_bytes()
@@ -73,10 +100,14 @@ def migrate_file(path: Path, display: str, options: Options) -> FileResult:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return FileResult(display, kind, error=f"not UTF-8 text ({err.reason} at byte {err.start})")
-    return migrate_text(text, kind, display, options)
+    if kind not in DEPENDENCY_KINDS or kind == "setup.py":
+        options = replace(options, style=style_for(path))
+    return migrate_text(text, kind, display, options, name=path.name)
 
 
-def migrate_text(text: str, kind: str, display: str, options: Options) -> FileResult:
+def migrate_text(
+    text: str, kind: str, display: str, options: Options, *, name: str = ""
+) -> FileResult:
     """Migrate ``text`` as a file of ``kind``; the result's texts keep a leading BOM."""
     bom = _BOM if text.startswith(_BOM) else ""
     body = text[len(bom) :]
@@ -84,7 +115,10 @@ def migrate_text(text: str, kind: str, display: str, options: Options) -> FileRe
         kind = "databricks"
     errors: list[str] = []
     try:
-        new, items = _TRANSFORMS[kind](body, options, errors)
+        if kind == "lock":
+            new, items = body, lock_items(body, name, options.project)
+        else:
+            new, items = _TRANSFORMS[kind](body, options, errors)
     except cst.ParserSyntaxError as err:
         return FileResult(display, kind, error=describe_parse_error(err))
     except (ValueError, RecursionError) as err:
@@ -103,29 +137,33 @@ _Transform = Callable[[str, Options, list[str]], tuple[str, list[ManualItem]]]
 
 
 def _python(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_python(text, todo=options.todo)
+    result = migrate_python(text, todo=options.todo, style=options.style)
     return result.code, result.items
 
 
 def _databricks(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_databricks(text, todo=options.todo)
+    result = migrate_databricks(text, todo=options.todo, style=options.style)
     return result.text, result.items
 
 
 def _notebook(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
-    result = migrate_ipynb(text, todo=options.todo)
+    result = migrate_ipynb(text, todo=options.todo, style=options.style)
     errors.extend(result.errors)
     return result.text, result.items
 
 
 def _setup_py(text: str, options: Options, errors: list[str]) -> tuple[str, list[ManualItem]]:
     code, items = _python(text, options, errors)
-    code, more = migrate_setup_py(code)
+    project = options.project
+    own = tuple(f"setup.py:{i.line}" for i in items if i.keeps_petastorm)
+    if project is not None and own:
+        project = Project((*project.petastorm_uses, *own), project.code_scanned)
+    code, more = migrate_setup_py(code, project)
     return code, sorted([*items, *more], key=lambda i: (i.line, i.column))
 
 
-def _text(fn: Callable[[str], tuple[str, list[ManualItem]]]) -> _Transform:
-    return lambda text, options, errors: fn(text)
+def _text(fn: Callable[[str, Project | None], tuple[str, list[ManualItem]]]) -> _Transform:
+    return lambda text, options, errors: fn(text, options.project)
 
 
 _TRANSFORMS: dict[str, _Transform] = {
@@ -136,4 +174,5 @@ _TRANSFORMS: dict[str, _Transform] = {
     "requirements": _text(migrate_requirements_txt),
     "setup.cfg": _text(migrate_setup_cfg),
     "pyproject.toml": _text(migrate_pyproject),
+    "conda": _text(migrate_environment_yml),
 }

@@ -14,11 +14,14 @@ Rules, per bound name (see :mod:`petastream.migrate.bindings`):
   petastream.compat`` is added. The Petastorm import goes only when every use was migrated;
   the rest stay, and are findings with a suggestion.
 - Names compat does not provide stay as they are and are findings.
+
+Every question "what does this path become?" goes through the file's resolver (a
+:class:`~petastream.migrate.pipeline.Policy`), which keeps a read pipeline together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -33,6 +36,7 @@ from .edits import (
     with_names,
 )
 from .mapping import Resolved, Unsupported, resolve, suggestion_for
+from .pipeline import Policy
 from .plan import Finding, Plan
 from .tree import Tree
 
@@ -46,18 +50,28 @@ class _Decision:
     needed: list[str] = field(default_factory=list)  # modules to `import` next to the statement
 
 
-def plan_imports(tree: Tree, bindings: Sequence[Binding], stars: Sequence[StarImport]) -> Plan:
+_Resolver = Callable[[str], "Resolved | Unsupported"]
+
+
+def plan_imports(
+    tree: Tree,
+    bindings: Sequence[Binding],
+    stars: Sequence[StarImport],
+    policy: Policy | None = None,
+) -> Plan:
     plan = Plan()
     parents = tree.parents
-    decisions = {id(b): _decide(b, plan) for b in bindings}
+    policy = policy or Policy()
+    decisions = {id(b): _decide(b, plan, policy.resolve) for b in bindings}
     emitted = _existing_imports(tree)
     for statement in _in_order(b.statement for b in bindings):
         mine = [b for b in bindings if b.statement is statement]
         replacement = _rebuild(statement, mine, decisions, emitted, parents)
         if replacement is not None:
             plan.statements[statement] = replacement
+            plan.origins.update((new, statement) for new in replacement)
     for star in stars:
-        _plan_star(star, plan)
+        _plan_star(star, plan, policy)
     return plan
 
 
@@ -75,11 +89,11 @@ def _in_order(statements: Iterable[cst.Import | cst.ImportFrom]) -> list[cst.Imp
 # -- decisions ----------------------------------------------------------------------------------
 
 
-def _decide(binding: Binding, plan: Plan) -> _Decision:
+def _decide(binding: Binding, plan: Plan, resolver: _Resolver) -> _Decision:
     if not binding.is_module:
-        return _decide_name(binding, plan)
-    exact = resolve(binding.path) if binding.denotes_module_exactly else None
-    resolved = [(use, _resolve_use(binding, use)) for use in binding.uses]
+        return _decide_name(binding, plan, resolver)
+    exact = resolver(binding.path) if binding.denotes_module_exactly else None
+    resolved = [(use, _resolve_use(binding, use, resolver)) for use in binding.uses]
     if isinstance(exact, Resolved) and all(
         isinstance(r, tuple) and not u.shadowed for u, r in resolved
     ):
@@ -97,7 +111,7 @@ def _decide(binding: Binding, plan: Plan) -> _Decision:
         else:
             plan.findings.append(_unsupported_use(use, result))
             complete = False
-    imported = resolve(binding.imported)
+    imported = resolver(binding.imported)
     if complete and isinstance(imported, Resolved) and imported.is_module:
         needed.append(imported.new)  # what the statement imported, if nothing else needs it
     if complete and needed:
@@ -114,30 +128,34 @@ def _decide(binding: Binding, plan: Plan) -> _Decision:
     return _Decision("keep", needed=needed)
 
 
-def _decide_name(binding: Binding, plan: Plan) -> _Decision:
-    result = resolve(binding.path)
+def _decide_name(binding: Binding, plan: Plan, resolver: _Resolver) -> _Decision:
+    result = resolver(binding.path)
     if isinstance(result, Resolved) and result.consumed == binding.path.count(".") + 1:
         return _Decision("move", result.new)
-    unsupported = result if isinstance(result, Unsupported) else None
+    unsupported = result if isinstance(result, Unsupported) else Unsupported(
+        binding.path, suggestion_for(binding.path)
+    )
     plan.findings.append(
         Finding(
             binding.alias,
-            "unsupported-import",
-            f"{binding.path} is not provided by petastream.compat",
-            unsupported.suggestion if unsupported else suggestion_for(binding.path),
+            unsupported.code or "unsupported-import",
+            unsupported.reason or f"{binding.path} is not provided by petastream.compat",
+            unsupported.suggestion,
             uses=tuple(u.node for u in binding.uses),
         )
     )
     return _Decision("keep")
 
 
-def _resolve_use(binding: Binding, use: Use) -> tuple[Resolved, int] | Unsupported | None:
+def _resolve_use(
+    binding: Binding, use: Use, resolver: _Resolver
+) -> tuple[Resolved, int] | Unsupported | None:
     """The use's compat equivalent and how many attributes of the chain it replaces."""
     attrs = use.attrs
     if attrs is None:
         return None
     path = ".".join([binding.path, *attrs])
-    result = resolve(path)
+    result = resolver(path)
     if isinstance(result, Unsupported):
         return result
     depth = result.consumed - (binding.path.count(".") + 1)
@@ -172,7 +190,7 @@ def _unsupported_use(use: Use, result: Unsupported | None) -> Finding:
             "the petastorm package itself is used here (not one of its names)",
             "use petastream.compat instead, or drop this use",
         )
-    return Finding(use.node, "unsupported-use", result.message, result.suggestion)
+    return Finding(use.node, result.code or "unsupported-use", result.message, result.suggestion)
 
 
 def _shadowed(binding: Binding, use: Use) -> Finding:
@@ -271,7 +289,13 @@ def _existing_imports(tree: Tree) -> dict[tuple[int, str], bool]:
     return found
 
 
-def _plan_star(star: StarImport, plan: Plan) -> None:
+def _plan_star(star: StarImport, plan: Plan, policy: Policy) -> None:
+    kept = policy.star_kept(star.module)
+    if kept is not None:
+        plan.findings.append(
+            Finding(star.statement, kept.code or "", kept.message, kept.suggestion)
+        )
+        return
     result = resolve(star.module)
     if isinstance(result, Resolved) and result.is_module:
         plan.statements[star.statement] = [star.statement.with_changes(module=dotted(result.new))]

@@ -17,7 +17,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Resolved", "Unsupported", "resolve", "is_petastorm_path", "PETASTORM_MODULES"]
+__all__ = [
+    "Resolved",
+    "Unsupported",
+    "resolve",
+    "is_petastorm_path",
+    "canonical",
+    "suggestion_for",
+    "PETASTORM_MODULES",
+    "READERS",
+    "LOADERS",
+    "READER_CONSUMERS",
+    "CACHE_LAYOUT_HELPERS",
+]
 
 COMPAT = "petastream.compat"
 _SDC = f"{COMPAT}.spark_dataset_converter"
@@ -135,6 +147,55 @@ _UNISCHEMA = (
 )
 _TF = "use make_spark_converter(df).make_tf_dataset(...) from petastream.compat"
 
+# One Petastorm object reachable under several paths gets one piece of advice: paths are
+# looked up under the name Petastorm documents (petastorm/__init__.py re-exports these).
+_CANONICAL = {
+    "petastorm.reader.make_reader": "petastorm.make_reader",
+    "petastorm.reader.make_batch_reader": "petastorm.make_batch_reader",
+    "petastorm.errors.NoDataAvailableError": "petastorm.NoDataAvailableError",
+    "petastorm.transform.TransformSpec": "petastorm.TransformSpec",
+}
+
+# The pieces of a Petastorm read pipeline that only work with each other: a reader, the
+# loaders that pull from it and the TF helpers that wrap it. petastream.compat.pytorch's
+# loaders read a petastream Reader (they need reader.pool_type / reader.loader_kwargs), and
+# Petastorm's tf_utils need a Petastorm Reader, so in one file they move together or not at all
+# (see petastream.migrate.pipeline). TransformSpec is not in the group: Petastorm's reader
+# duck-types it (func, edit_fields, removed_fields, selected_fields), and compat's has those.
+READERS = frozenset(
+    {
+        "petastorm.make_reader",
+        "petastorm.make_batch_reader",
+        "petastorm.reader.Reader",
+        "petastorm.spark.spark_dataset_converter.make_batch_reader",
+    }
+)
+LOADERS = frozenset(
+    {
+        "petastorm.pytorch.DataLoader",
+        "petastorm.pytorch.BatchedDataLoader",
+        "petastorm.pytorch.InMemBatchedDataLoader",
+    }
+)
+READER_CONSUMERS = LOADERS | {"petastorm.tf_utils.make_petastorm_dataset", "petastorm.tf_utils.tf_tensors"}
+
+# Private helpers of spark_dataset_converter that hand out or walk the cache's files: compat
+# keeps them, but the cache they see is MDS (index.json + shards), not Petastorm's Parquet.
+CACHE_LAYOUT_HELPERS = frozenset(
+    f"petastorm.spark.spark_dataset_converter.{name}"
+    for name in (
+        "_cache_df_or_retrieve_cache_data_url",
+        "_materialize_df",
+        "_check_dataset_file_median_size",
+        "_wait_file_available",
+        "_remove_cache_metadata_and_data",
+        "_make_sub_dir_url",
+        "_gen_cache_dir_name",
+        "_cache_df_meta_list",
+        "CachedDataFrameMeta",
+    )
+)
+
 # Longest matching prefix wins; "petastorm" is the catch-all.
 _SUGGESTIONS: dict[str, str] = {
     "petastorm.make_reader": (
@@ -211,22 +272,36 @@ class Resolved:
 
 @dataclass(frozen=True)
 class Unsupported:
-    """A Petastorm path that petastream.compat does not provide."""
+    """A Petastorm path that stays: compat does not provide it, or (with ``code`` and
+    ``reason``) the file's read pipeline keeps it on Petastorm."""
 
     path: str
     suggestion: str
+    code: str | None = None  # the manual item's code, when not the caller's default
+    reason: str | None = None
 
     @property
     def message(self) -> str:
-        return f"{self.path} is not provided by petastream.compat"
+        return self.reason or f"{self.path} is not provided by petastream.compat"
 
 
 def is_petastorm_path(path: str) -> bool:
     return path == "petastorm" or path.startswith("petastorm.")
 
 
-def suggestion_for(path: str) -> str:
+def canonical(path: str) -> str:
+    """``path`` under the name Petastorm documents it (``petastorm.reader.make_reader`` ->
+    ``petastorm.make_reader``), attributes after it kept."""
     parts = path.split(".")
+    for k in range(len(parts), 0, -1):
+        found = _CANONICAL.get(".".join(parts[:k]))
+        if found is not None:
+            return ".".join([found, *parts[k:]])
+    return path
+
+
+def suggestion_for(path: str) -> str:
+    parts = canonical(path).split(".")
     for k in range(len(parts), 0, -1):
         found = _SUGGESTIONS.get(".".join(parts[:k]))
         if found is not None:

@@ -10,6 +10,11 @@ and the cells that do not parse are reported.
 Databricks source notebooks (``# Databricks notebook source``, cells split by
 ``# COMMAND ----------``, other languages and magics as ``# MAGIC`` comment lines) are Python
 files already; their ``# MAGIC %pip install petastorm`` lines are rewritten as well.
+
+``%pip install`` is notebook-scoped (Databricks) or installs into the notebook's kernel, so a
+notebook decides for itself: while its own code still imports Petastorm, its ``pip install``
+keeps petastorm and installs petastream beside it. Pins on the same line that conflict with
+petastream are reported (:mod:`.pins`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,22 @@ from typing import Any
 
 import libcst as cst
 
-from .magics import cell_language, conda_item, mask_cell, rewrite_shell, unmask
+from .import_order import ImportStyle
+from .magics import (
+    MaskedCell,
+    cell_language,
+    conda_item,
+    dedent_cell,
+    mask_cell,
+    reindent_cell,
+    rewrite_magics,
+    rewrite_shell,
+    unmask,
+)
+from .pep508 import pip_requirements, rewrite_pip_command
+from .pins import parse_pep508, review_pin
 from .python import describe_parse_error, migrate_python
 from .report import ManualItem
-from .requirements import rewrite_pip_command
 
 __all__ = ["is_databricks_source", "migrate_databricks", "migrate_ipynb", "NotebookResult"]
 
@@ -47,18 +64,40 @@ def is_databricks_source(text: str) -> bool:
     return text.lstrip("\ufeff").startswith(_DATABRICKS_HEADER)
 
 
-def migrate_databricks(text: str, *, todo: bool = False) -> NotebookResult:
+def migrate_databricks(
+    text: str, *, todo: bool = False, style: ImportStyle | None = None
+) -> NotebookResult:
     """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse."""
-    result = migrate_python(text, todo=todo)
+    result = migrate_python(text, todo=todo, style=style)
     lines = result.code.split("\n")
     items = list(result.items)
+    keep = any(item.keeps_petastorm for item in items)
     for i, line in enumerate(lines):
         if _MAGIC_LINE.match(line):
-            lines[i] = rewrite_pip_command(line) or line
+            lines[i] = rewrite_pip_command(line, keep_petastorm=keep) or line
+            items += pip_pin_items(lines[i], i + 1, None, keep)
             conda = conda_item(line, i + 1)
             if conda is not None:
                 items.append(conda)
     return NotebookResult("\n".join(lines), sorted(items, key=lambda it: it.line))
+
+
+def pip_pin_items(line: str, number: int, cell: int | None, keep: bool) -> list[ManualItem]:
+    """Pins installed with petastream by one ``pip install`` line that conflict with it."""
+    requirements = [r for r in (parse_pep508(t) for t in pip_requirements(line)) if r is not None]
+    ours = [r for r in requirements if r.name.lower() == "petastream"]
+    if not ours:
+        return []
+    items = []
+    for req in requirements:
+        if req.name.lower() in ("petastream", "petastorm"):
+            continue
+        review = review_pin(req.name, req.specifier, "", keep_petastorm=keep, written=str(req))
+        if review is not None and review.action == "conflict":
+            items.append(
+                ManualItem(number, "conflicting-pin", review.message, review.suggestion, cell=cell)
+            )
+    return items
 
 
 # -- Jupyter ------------------------------------------------------------------------------------------
@@ -69,11 +108,12 @@ class _Cell:
     index: int  # position among all cells, 0-based
     language: str
     source: str
-    masked: str = ""
-    originals: dict[int, str] = field(default_factory=dict)
+    masked: MaskedCell = field(default_factory=lambda: MaskedCell(""))
+    code: str = ""  # masked and dedented: what the parser sees
+    indent: str = ""  # the indentation dedent_cell removed
 
 
-def migrate_ipynb(text: str, *, todo: bool = False) -> NotebookResult:
+def migrate_ipynb(text: str, *, todo: bool = False, style: ImportStyle | None = None) -> NotebookResult:
     """Raises ValueError when ``text`` is not a notebook."""
     try:
         notebook = json.loads(text)
@@ -85,11 +125,17 @@ def migrate_ipynb(text: str, *, todo: bool = False) -> NotebookResult:
         return NotebookResult(text)
     cells = _code_cells(notebook["cells"])
     result = NotebookResult(text)
-    new_sources = _migrate_cells(cells, todo, result)
+    migrated = _migrate_cells(cells, todo, result, style)
+    keep = any(item.keeps_petastorm for item in result.items)
+    new_sources: dict[int, str] = {}
     for cell in cells:
-        if cell.language == "shell":
-            new_sources[cell.index] = rewrite_shell(cell.source)
-        for n, line in enumerate(cell.source.split("\n"), start=1):
+        if cell.index in migrated:
+            body = reindent_cell(cell.masked.code, cell.code, migrated[cell.index], cell.indent)
+            new_sources[cell.index] = unmask(body, rewrite_magics(cell.masked, keep_petastorm=keep))
+        elif cell.language == "shell":
+            new_sources[cell.index] = rewrite_shell(cell.source, keep_petastorm=keep)
+        for n, line in enumerate(new_sources.get(cell.index, cell.source).split("\n"), start=1):
+            result.items += pip_pin_items(line, n, cell.index + 1, keep)
             item = conda_item(line, n, cell.index + 1)
             if item is not None:
                 result.items.append(item)
@@ -127,40 +173,47 @@ def _set_source(raw: dict[str, Any], new: str) -> None:
     raw["source"] = new.splitlines(keepends=True) if isinstance(raw.get("source"), list) else new
 
 
-def _migrate_cells(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_cells(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
+    """Each Python cell's migrated code (masked and dedented, as the parser saw it)."""
     python = [c for c in cells if c.language == "python" and "petastorm" in c.source.lower()]
     if not python:
         return {}
     python = [c for c in cells if c.language == "python"]
     next_index = 0
     for cell in python:
-        masked = mask_cell(cell.source, next_index)
-        cell.masked, cell.originals = masked.code, masked.originals
-        next_index += len(masked.originals)
+        cell.masked = mask_cell(cell.source, next_index)
+        cell.code, cell.indent = dedent_cell(cell.masked.code)
+        next_index += len(cell.masked.originals)
     try:
-        return _migrate_joined(python, todo, result)
+        return _migrate_joined(python, todo, result, style)
     except cst.ParserSyntaxError:
-        return _migrate_one_by_one(python, todo, result)
+        return _migrate_one_by_one(python, todo, result, style)
 
 
-def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_joined(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
     marker = f"# petastream-migrate-cell-{uuid.uuid4().hex[:12]}"
     parts, starts = [], []
     line = 1
     for cell in cells:
-        body = cell.masked if cell.masked.endswith("\n") or not cell.masked else cell.masked + "\n"
+        body = cell.code if cell.code.endswith("\n") or not cell.code else cell.code + "\n"
         parts.append(f"{marker} {cell.index}\n{body}")
         starts.append((line + 1, cell))
         line += 1 + body.count("\n")
-    migrated = migrate_python("".join(parts), todo=todo)
+    migrated = migrate_python(
+        "".join(parts), todo=todo, style=style, barrier=lambda c: c.startswith(marker)
+    )
     pieces = re.split(rf"^{re.escape(marker)} (\d+)\n", migrated.code, flags=re.M)
     if pieces[0] or [int(p) for p in pieces[1::2]] != [c.index for c in cells]:
         raise RuntimeError("internal error: notebook cells were reordered by the migration")
     new: dict[int, str] = {}
     for cell, body in zip(cells, pieces[2::2], strict=True):
-        if not cell.masked.endswith("\n") and cell.masked:
+        if not cell.code.endswith("\n") and cell.code:
             body = body[:-1] if body.endswith("\n") else body
-        new[cell.index] = unmask(body, cell.originals)
+        new[cell.index] = body
 
     def locate(line: int) -> tuple[int, int]:
         start, cell = max((s, c) for s, c in starts if s <= line)
@@ -173,15 +226,17 @@ def _migrate_joined(cells: list[_Cell], todo: bool, result: NotebookResult) -> d
     return new
 
 
-def _migrate_one_by_one(cells: list[_Cell], todo: bool, result: NotebookResult) -> dict[int, str]:
+def _migrate_one_by_one(
+    cells: list[_Cell], todo: bool, result: NotebookResult, style: ImportStyle | None
+) -> dict[int, str]:
     new: dict[int, str] = {}
     for cell in cells:
         try:
-            migrated = migrate_python(cell.masked, todo=todo)
+            migrated = migrate_python(cell.code, todo=todo, style=style)
         except cst.ParserSyntaxError as err:
             result.errors.append(f"cell {cell.index + 1}: {describe_parse_error(err)}")
             continue
-        new[cell.index] = unmask(migrated.code, cell.originals)
+        new[cell.index] = migrated.code
         for item in migrated.items:
             uses = tuple(f"cell {cell.index + 1}:{u}" for u in item.uses)
             result.items.append(item.moved(item.line, cell.index + 1, uses))

@@ -22,6 +22,7 @@ class Finding:
     message: str
     suggestion: str
     uses: tuple[cst.CSTNode, ...] = ()
+    severity: str = "manual"  # or "info": a note on a rewrite that was made
 
 
 @dataclass
@@ -31,10 +32,14 @@ class Plan:
     # original Name/Attribute/SimpleString -> its replacement
     expressions: dict[cst.CSTNode, cst.BaseExpression] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # new import statement -> the statement it replaces (for isort order, see
+    # petastream.migrate.import_order: was the group in order before the rewrite?)
+    origins: dict[cst.CSTNode, cst.Import | cst.ImportFrom] = field(default_factory=dict)
 
     def merge(self, other: Plan) -> Plan:
         return Plan(
             {**self.statements, **other.statements},
             {**self.expressions, **other.expressions},
             [*self.findings, *other.findings],
+            {**self.origins, **other.origins},
         )

@@ -8,7 +8,7 @@ single pass, so comments and formatting outside the rewritten nodes are untouche
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,16 +16,19 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from .bindings import find_bindings
+from .import_order import ImportStyle, tidy_imports
 from .imports import plan_imports
+from .pipeline import plan_pipeline, unchecked_loaders
 from .plan import Finding, Plan
 from .report import ManualItem
 from .strings import plan_strings
 from .todo import add_comments, anchor_for, comments_above
 from .tree import Tree, index_tree
+from .usages import plan_usages
 
 __all__ = ["PythonResult", "migrate_python", "might_need_migration", "describe_parse_error"]
 
-_MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF")
+_MARKERS = ("petastorm", "PARENT_CACHE_DIR_URL_CONF", "petastream.compat")
 
 
 @dataclass
@@ -45,9 +48,17 @@ def describe_parse_error(err: cst.ParserSyntaxError) -> str:
     return f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
 
 
-def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
+def migrate_python(
+    code: str,
+    *,
+    todo: bool = False,
+    style: ImportStyle | None = None,
+    barrier: Callable[[str], bool] | None = None,
+) -> PythonResult:
     """Rewrite Petastorm imports and patch targets in ``code``; list what stays manual.
 
+    ``style``: the file's isort settings for the rewritten imports (:mod:`.import_order`);
+    ``barrier``: comments that separate import groups (notebook cell markers).
     Raises ``libcst.ParserSyntaxError`` when ``code`` does not parse.
     """
     if not might_need_migration(code):
@@ -57,20 +68,30 @@ def migrate_python(code: str, *, todo: bool = False) -> PythonResult:
     scopes = wrapper.resolve(ScopeProvider)
     tree = index_tree(module)
     bindings, stars = find_bindings(tree, scopes)
-    plan = plan_imports(tree, bindings, stars).merge(plan_strings(tree))
+    policy = plan_pipeline(bindings, tree.parents)
+    plan = (
+        plan_imports(tree, bindings, stars, policy)
+        .merge(plan_strings(tree, policy.resolve))
+        .merge(plan_usages(code, tree, bindings, policy))
+    )
+    plan.findings += unchecked_loaders(tree, bindings, policy)
     items: list[ManualItem] = []
     comments: dict[cst.CSTNode, list[str]] = {}
     if plan.findings:  # positions cost a codegen pass: only when something is reported
         positions = wrapper.resolve(PositionProvider)
         items = [_item(f, positions) for f in plan.findings]
-    if todo:
+    if todo:  # TODO comments mark what a person has to do: manual items, not notes
         for finding, item in zip(plan.findings, items, strict=True):
+            if not item.is_manual:
+                continue
             anchor = anchor_for(finding.node, tree.parents)
             if anchor is not None and item.todo_comment not in comments_above(anchor, module):
                 comments.setdefault(anchor, []).append(item.todo_comment)
     targets = [*plan.statements, *plan.expressions, *comments]
     if targets:
         module = module.visit(_Apply(plan, comments, _ancestors(targets, tree)))
+    if plan.statements:
+        module = tidy_imports(module, style, origins=plan.origins, barrier=barrier)
     items.sort(key=lambda i: (i.line, i.column, i.code))
     return PythonResult(module.code, items)
 
@@ -96,6 +117,7 @@ def _item(finding: Finding, positions: Mapping[cst.CSTNode, Any]) -> ManualItem:
         message=finding.message,
         suggestion=finding.suggestion,
         uses=tuple(uses),
+        severity=finding.severity,
     )
 
 

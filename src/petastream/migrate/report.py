@@ -1,8 +1,13 @@
-"""What a migration found: manual items, per-file results, the run's report.
+"""What a migration found: manual items, notes, per-file results, the run's report.
 
 The JSON report (``--report FILE``) is :meth:`Report.to_json`; the human summary printed after
 every run is :meth:`Report.summary_lines`. Line numbers are 1-based and refer to the file as it
 was read (for a Jupyter notebook: the line within the code cell, with the cell's index).
+
+Exit codes (:meth:`Report.exit_code`, documented in ``--help`` and docs/migrate-tool.md), in
+the spirit of ruff: 0 nothing left to do; 1 ``--check`` only: files would change; 2 errors;
+3 nothing to rewrite, but manual items remain. Notes (severity ``info``) never change the exit
+code: they describe a rewrite that was made and is worth knowing about.
 """
 
 from __future__ import annotations
@@ -12,10 +17,32 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["ManualItem", "FileResult", "Report", "TODO_PREFIX"]
+__all__ = [
+    "ManualItem",
+    "FileResult",
+    "Report",
+    "TODO_PREFIX",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_ERROR",
+    "EXIT_MANUAL",
+]
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 TODO_PREFIX = "# TODO(petastream): "
+EXIT_OK, EXIT_PENDING, EXIT_ERROR, EXIT_MANUAL = 0, 1, 2, 3
+
+# Items whose code means a Petastorm import (or a patch target that imports Petastorm) is
+# still in the file after the migration, so the project must keep depending on petastorm.
+KEEPS_PETASTORM = frozenset(
+    {
+        "unsupported-import",
+        "unsupported-use",
+        "unsupported-patch-target",
+        "shadowed-import",
+        "kept-with-petastorm-reader",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -24,9 +51,13 @@ class ManualItem:
 
     ``code`` is a stable short identifier (``unsupported-import``, ``unsupported-use``,
     ``unsupported-patch-target``, ``shadowed-import``, ``conf-key-bug``,
-    ``unsupported-requirement``, ``unsupported-install``); ``uses`` lists where else in the
-    file the same name is used (``"14"``, or ``"cell 3:2"`` in a notebook). ``cell`` is the
-    1-based index of a Jupyter notebook's cell (all cells counted), None elsewhere.
+    ``unsupported-requirement``, ``unsupported-install``, ``kept-with-petastorm-reader``,
+    ``cache-layout``, ``petastorm-kept``, ``conflicting-pin``, ``regenerate-lock``; notes:
+    ``custom-collate-fn``, ``loader-reader-unchecked``, ``petastorm-pin``, ``pin-rewritten``,
+    ``dependencies-unchecked``);
+    ``uses`` lists where else in the file the same name is used (``"14"``, or ``"cell 3:2"``
+    in a notebook). ``cell`` is the 1-based index of a Jupyter notebook's cell (all cells
+    counted), None elsewhere. ``severity`` is ``manual`` (a person has to act) or ``info``.
     """
 
     line: int
@@ -36,6 +67,16 @@ class ManualItem:
     column: int = 0
     cell: int | None = None
     uses: tuple[str, ...] = ()
+    severity: str = "manual"
+
+    @property
+    def is_manual(self) -> bool:
+        return self.severity == "manual"
+
+    @property
+    def keeps_petastorm(self) -> bool:
+        """True when the file still imports Petastorm because of this item."""
+        return self.code in KEEPS_PETASTORM
 
     @property
     def todo_comment(self) -> str:
@@ -52,6 +93,7 @@ class ManualItem:
         data = asdict(self)
         data["uses"] = list(self.uses)
         data["location"] = self.location(path)
+        data["keeps_petastorm"] = self.keeps_petastorm
         return data
 
 
@@ -72,8 +114,20 @@ class FileResult:
         return self.new is not None and self.new != self.original
 
     @property
+    def manual_items(self) -> list[ManualItem]:
+        return [i for i in self.items if i.is_manual]
+
+    @property
+    def notes(self) -> list[ManualItem]:
+        return [i for i in self.items if not i.is_manual]
+
+    @property
     def flagged(self) -> bool:
-        return bool(self.items)
+        return any(i.is_manual for i in self.items)
+
+    def petastorm_uses(self) -> list[str]:
+        """Where this file still imports Petastorm after the migration (``path:line``)."""
+        return [i.location(self.path) for i in self.items if i.keeps_petastorm]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,15 +165,24 @@ class Report:
 
     @property
     def item_count(self) -> int:
-        return sum(len(r.items) for r in self.results)
+        return sum(len(r.manual_items) for r in self.results)
+
+    @property
+    def note_count(self) -> int:
+        return sum(len(r.notes) for r in self.results)
 
     def exit_code(self) -> int:
-        """2: errors; 1: manual items remain, or changes are pending in check mode; else 0."""
+        """2 errors; 1 ``--check`` and files would change; 3 manual items remain; else 0."""
         if self.errors:
-            return 2
-        if self.flagged or (self.mode == "check" and self.changed):
-            return 1
-        return 0
+            return EXIT_ERROR
+        if self.mode == "check" and self.changed:
+            return EXIT_PENDING
+        if self.flagged:
+            return EXIT_MANUAL
+        return EXIT_OK
+
+    def petastorm_uses(self) -> list[str]:
+        return [use for r in self.results for use in r.petastorm_uses()]
 
     def summary(self) -> dict[str, int]:
         return {
@@ -128,6 +191,8 @@ class Report:
             "files_flagged": len(self.flagged),
             "files_errored": len(self.errors),
             "manual_items": self.item_count,
+            "notes": self.note_count,
+            "petastorm_uses_left": len(self.petastorm_uses()),
         }
 
     def to_json(self) -> str:
@@ -138,7 +203,7 @@ class Report:
             "exit_code": self.exit_code(),
             "summary": self.summary(),
             "files": [
-                r.to_dict() for r in self.results if r.changed or r.flagged or r.error is not None
+                r.to_dict() for r in self.results if r.changed or r.items or r.error is not None
             ],
         }
         return json.dumps(data, indent=2) + "\n"
@@ -148,12 +213,25 @@ class Report:
         lines: list[str] = []
         for r in self.errors:
             lines.append(f"error: {r.path}: {r.error}")
-        for r in self.flagged:
-            lines.append(f"{r.path}: {len(r.items)} item(s) to migrate by hand")
+        for r in self.results:
+            if not r.items:
+                continue
+            manual, notes = len(r.manual_items), len(r.notes)
+            head = [f"{manual} item(s) to migrate by hand"] if manual else []
+            head += [f"{notes} note(s)"] if notes else []
+            lines.append(f"{r.path}: {', '.join(head)}")
             for item in r.items:
                 also = f" (also used at {', '.join(item.uses)})" if item.uses else ""
-                lines.append(f"  {item.location(r.path)}: {item.message}{also}")
+                kind = "" if item.is_manual else "note: "
+                lines.append(f"  {item.location(r.path)}: {kind}{item.message}{also}")
                 lines.append(f"      suggestion: {item.suggestion}")
+        uses = self.petastorm_uses()
+        if uses:
+            files = len({r.path for r in self.results if r.petastorm_uses()})
+            lines.append(
+                f"petastorm stays a dependency: {len(uses)} usage(s) in {files} file(s) still "
+                "import it (see the items above); migrate them and run again to drop it"
+            )
         lines.append(self._counts_line())
         return lines
 
@@ -165,8 +243,9 @@ class Report:
             "check": "",
             "diff": " (nothing written; run with --write to apply)",
         }[self.mode]
+        notes = f", {s['notes']} note(s)" if s["notes"] else ""
         return (
             f"petastream migrate: {s['files_scanned']} file(s) scanned, "
             f"{s['files_changed']} {verb}, {s['files_flagged']} flagged "
-            f"({s['manual_items']} manual item(s)), {s['files_errored']} error(s){tail}"
+            f"({s['manual_items']} manual item(s)), {s['files_errored']} error(s){notes}{tail}"
         )

@@ -1,8 +1,23 @@
-"""Walk the given paths, migrate every file (in parallel with ``jobs > 1``), write, diff.
+"""Walk the given paths, migrate every file (in parallel), write, diff.
 
 Directories are walked recursively, skipping version-control folders, virtual environments
 (any folder holding ``pyvenv.cfg``), ``site-packages``, caches and notebook checkpoints. Files
 named explicitly are always processed. Results come back in path order whatever ``jobs`` is.
+
+Two phases make the project-wide decision: the code (Python, notebooks) is migrated first;
+where it still imports Petastorm decides, for the dependency files migrated second, whether
+petastorm stays beside petastream (:class:`~.depfile.Project`). A dependency file's project
+is the code under its folder (under the parent of a ``requirements/`` folder); where no code
+of the run is there (``docker/requirements.txt``), it is all the code of the run, so a file
+is never stripped of petastorm that some scanned code still needs.
+
+``jobs=0`` (the command's default) uses one process per CPU once enough files mention
+Petastorm to pay for starting them; the others never leave this process (a byte search).
+
+LibCST's ``parallel_exec_transform_with_prettyprint`` runs one codemod per Python file and
+writes or prints each result as it comes; this runner also needs the results back (diff mode,
+the JSON report), files that are not Python (notebooks, dependency files), and the second
+phase that depends on the first, so it keeps its own small pool.
 """
 
 from __future__ import annotations
@@ -11,12 +26,15 @@ import difflib
 import fnmatch
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from .files import Options, file_kind, migrate_file
+from .depfile import Project
+from .files import DEPENDENCY_KINDS, Options, file_kind, migrate_file, needs_migration
 from .report import FileResult
 
 __all__ = ["collect_files", "migrate_paths", "write_results", "unified_diff", "Progress"]
@@ -43,6 +61,7 @@ SKIP_DIRS = frozenset(
     }
 )
 PROGRESS_MIN_FILES = 50
+PARALLEL_MIN_FILES = 16  # files to parse before jobs=0 starts worker processes
 
 
 def _skip_dir(path: Path) -> bool:
@@ -95,6 +114,14 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def cpu_count() -> int:
+    """CPUs this process may use (a container's limit, not the host's core count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def _migrate_one(args: tuple[Path, Options]) -> FileResult:
     path, options = args
     return migrate_file(path, display_path(path), options)
@@ -108,20 +135,84 @@ def migrate_paths(
     exclude: Sequence[str] = (),
     progress: Progress | None = None,
 ) -> list[FileResult]:
-    """Migrate every file under ``paths`` in memory; nothing is written."""
+    """Migrate every file under ``paths`` in memory; nothing is written.
+
+    ``jobs``: worker processes; 0 picks one per CPU when there is enough to parse.
+    """
     files, results = collect_files(paths, exclude)
-    work = [(f, options or Options()) for f in files]
+    options = options or Options()
     if progress is not None:
-        progress.start(len(work))
-    if jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            done: Iterable[FileResult] = pool.map(_migrate_one, work, chunksize=max(1, len(work) // (jobs * 8)))
-            results += _counted(done, progress)
-    else:
-        results += _counted(map(_migrate_one, work), progress)
+        progress.start(len(files))
+    code = [f for f in files if file_kind(f) not in DEPENDENCY_KINDS]
+    deps = [f for f in files if file_kind(f) in DEPENDENCY_KINDS]
+    with _Pool(jobs) as pool:
+        code_results = pool.run([(f, options) for f in code], progress)
+        uses = {path: _petastorm_uses(r) for path, r in zip(code, code_results, strict=True)}
+        work = [(f, replace(options, project=project_of(f, uses))) for f in deps]
+        dep_results = pool.run(work, progress)
     if progress is not None:
         progress.finish()
-    return sorted(results, key=lambda r: r.path)
+    return sorted([*results, *code_results, *dep_results], key=lambda r: r.path)
+
+
+class _Pool:
+    """Runs files in this process or, for enough work, in a process pool (started once)."""
+
+    def __init__(self, jobs: int) -> None:
+        self._jobs = jobs or cpu_count()
+        self._auto = jobs == 0
+        self._executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+
+    def run(self, files: list[tuple[Path, Options]], progress: Progress | None) -> list[FileResult]:
+        """Results in the order of ``files``."""
+        work: list[tuple[int, tuple[Path, Options]]] = []
+        done: dict[int, FileResult] = {}
+        for i, item in enumerate(files):  # files that never mention Petastorm: settled here
+            if needs_migration(item[0]):
+                work.append((i, item))
+            else:
+                done[i] = _migrate_one(item)
+        if progress is not None:
+            progress.advance(len(done))
+        threshold = PARALLEL_MIN_FILES if self._auto else 2
+        items = [item for _, item in work]
+        if self._jobs > 1 and len(work) >= threshold:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(max_workers=min(self._jobs, len(work)))
+            chunk = max(1, len(work) // (self._jobs * 8))
+            results = _counted(self._executor.map(_migrate_one, items, chunksize=chunk), progress)
+        else:
+            results = _counted(map(_migrate_one, items), progress)
+        done.update(zip((i for i, _ in work), results, strict=True))
+        return [done[i] for i in range(len(files))]
+
+
+def _petastorm_uses(result: FileResult) -> tuple[str, ...]:
+    """Where a code file still imports Petastorm; a file that could not be read or parsed
+    counts as one that does, so no dependency file drops petastorm on its account."""
+    uses = tuple(result.petastorm_uses())
+    if result.error is not None and "petastorm" in (result.original or "petastorm").lower():
+        uses += (f"{result.path} (not migrated: {result.error.split(':')[0]})",)
+    return uses
+
+
+def project_of(dependency_file: Path, uses: dict[Path, tuple[str, ...]]) -> Project:
+    """What the code of ``dependency_file``'s project still needs (see the module docstring)."""
+    base = dependency_file.parent
+    if base.name == "requirements":
+        base = base.parent
+    base = base.resolve()
+    mine = [found for path, found in uses.items() if base in path.resolve().parents]
+    if not mine:  # no code of the run in its folder: every file of the run counts
+        mine = list(uses.values())
+    return Project(tuple(u for found in mine for u in found), code_scanned=bool(uses))
 
 
 def _counted(results: Iterable[FileResult], progress: Progress | None) -> list[FileResult]:
@@ -169,6 +260,8 @@ class Progress:
         self._total = 0
         self._done = 0
         self._shown = False
+        self._started = time.monotonic()
+        self._last = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -176,13 +269,20 @@ class Progress:
 
     def start(self, total: int) -> None:
         self._total, self._done = total, 0
+        self._started = time.monotonic()
 
-    def advance(self) -> None:
-        self._done += 1
-        if self.enabled and (self._done == self._total or self._done % 10 == 0):
-            self._stream.write(f"\rpetastream migrate: {self._done}/{self._total} files")
+    def advance(self, count: int = 1) -> None:
+        if count <= 0:
+            return
+        before, self._done = self._done, self._done + count
+        now = time.monotonic()
+        # every 10 files, at most 10 times a second, and always the last one
+        due = self._done == self._total or (self._done // 10 > before // 10 and now - self._last >= 0.1)
+        if self.enabled and due:
+            elapsed = now - self._started
+            self._stream.write(f"\rpetastream migrate: {self._done}/{self._total} files ({elapsed:.0f} s)")
             self._stream.flush()
-            self._shown = True
+            self._shown, self._last = True, now
 
     def finish(self) -> None:
         if self._shown:

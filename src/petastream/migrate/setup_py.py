@@ -1,64 +1,78 @@
-"""The Petastorm dependency in setup.py (LibCST).
+"""The Petastorm dependency in setup.py (LibCST finds the strings, :mod:`.depfile` decides).
 
 Only strings that are requirements are touched: those inside the values of ``setup(...)``'s
 ``install_requires``, ``extras_require``, ``tests_require`` and ``setup_requires`` keywords,
 and inside module-level variables those values name (``install_requires=REQUIRED``, also
 through ``+`` or an extras dict). ``name="petastorm"`` or package lists are never candidates.
+A requirement added beside a kept petastorm goes into the same list, written like its
+neighbour (its own line, or inline after it).
 """
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .edits import string_with
+from .depfile import (
+    Entry,
+    Project,
+    alone_on_line,
+    apply_edits,
+    inline_sibling,
+    line_removal,
+    line_sibling,
+    plan_dependencies,
+    trailing_comment,
+)
 from .report import ManualItem
-from .requirements import URL_SUGGESTION, Manual, rewrite_requirement
 
-__all__ = ["migrate_setup_py"]
+__all__ = ["migrate_setup_py", "setup_py_entries"]
 
 _KEYWORDS = {"install_requires", "extras_require", "tests_require", "setup_requires"}
 
 
-def migrate_setup_py(code: str) -> tuple[str, list[ManualItem]]:
-    if "petastorm" not in code.lower():
-        return code, []
+def setup_py_entries(code: str) -> list[Entry]:
     wrapper = MetadataWrapper(cst.parse_module(code), unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    roots = _dependency_expressions(wrapper.module)
-    has_petastream = bool(re.search(r"[\"']petastream(?![\w\-.])", code))
-    replacements: dict[cst.SimpleString, cst.SimpleString] = {}
-    items: list[ManualItem] = []
-    for root in roots:
-        for node in _strings(root):
-            value = node.evaluated_value
-            if not isinstance(value, str) or "petastorm" not in value.lower():
+    line_starts = [0]
+    for line in code.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    entries: list[Entry] = []
+    for root in _dependency_expressions(wrapper.module):
+        for node, listed in _strings(root):
+            quote, prefix = node.quote, node.prefix
+            if "\n" in node.value or len(quote) != 1 or "b" in prefix.lower():
                 continue
-            line = positions[node].start.line
-            new = rewrite_requirement(value)
-            if new is None:
-                if re.search(r"(?i)petastorm\s*@|egg=petastorm", value):
-                    items.append(Manual(f"Petastorm installed from a URL: {value}", URL_SUGGESTION).item(line))
-            elif has_petastream:
-                items.append(
-                    Manual(f"{value} is listed next to petastream", "remove the Petastorm requirement").item(
-                        line
-                    )
+            where = positions[node].start
+            start = line_starts[where.line - 1] + where.column + len(prefix) + len(quote)
+            content = node.value[len(prefix) + len(quote) : -len(quote)]
+            end = start + len(content)
+            alone = alone_on_line(code, start, end, quote)
+            comment, span = trailing_comment(code, end + len(quote)) if alone else ("", None)
+            entries.append(
+                Entry(
+                    where.line,
+                    start,
+                    end,
+                    content,
+                    comment=comment,
+                    comment_span=span,
+                    add=None
+                    if not listed
+                    else line_sibling(code, start, end, quote=quote, comma=True)
+                    if alone
+                    else inline_sibling(end, quote),
+                    remove=line_removal(code, start, end) if alone else None,
                 )
-            else:
-                replacements[node] = string_with(node, new)
-    if not replacements:
-        return code, items
+            )
+    return entries
 
-    class Replace(cst.CSTTransformer):
-        def leave_SimpleString(
-            self, original_node: cst.SimpleString, updated_node: cst.SimpleString
-        ) -> cst.SimpleString:
-            return replacements.get(original_node, updated_node)
 
-    return wrapper.module.visit(Replace()).code, items
+def migrate_setup_py(code: str, project: Project | None = None) -> tuple[str, list[ManualItem]]:
+    if "petastorm" not in code.lower() and "petastream" not in code.lower():
+        return code, []
+    edits, items = plan_dependencies(setup_py_entries(code), project)
+    return apply_edits(code, edits), items
 
 
 def _dependency_expressions(module: cst.Module) -> list[cst.BaseExpression]:
@@ -103,16 +117,21 @@ def _names(expr: cst.BaseExpression) -> set[str]:
     return found
 
 
-def _strings(expr: cst.BaseExpression) -> list[cst.SimpleString]:
-    found: list[cst.SimpleString] = []
+def _strings(expr: cst.BaseExpression) -> list[tuple[cst.SimpleString, bool]]:
+    """The strings in ``expr``, each with whether it is an element of a list, tuple or set."""
+    found: list[tuple[cst.SimpleString, bool]] = []
+    elements: set[cst.CSTNode] = set()
 
     class Strings(cst.CSTVisitor):
         def visit_DictElement(self, node: cst.DictElement) -> bool:
             node.value.visit(self)  # keys are extra names, not requirements
             return False
 
+        def visit_Element(self, node: cst.Element) -> None:
+            elements.add(node.value)
+
         def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            found.append(node)
+            found.append((node, node in elements))
 
     expr.visit(Strings())
     return found

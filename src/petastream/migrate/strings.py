@@ -14,10 +14,12 @@ useful with Petastorm or petastream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from .edits import full_name, string_with
-from .mapping import Resolved, is_petastorm_path, resolve
+from .mapping import Resolved, Unsupported, is_petastorm_path, resolve
 from .plan import Finding, Plan
 from .tree import Tree
 
@@ -28,13 +30,15 @@ _MONKEYPATCH_METHODS = ("setattr", "delattr")
 _CONF_CONSTANT_NAME = "SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF"
 
 
-def plan_strings(tree: Tree) -> Plan:
+def plan_strings(
+    tree: Tree, resolver: Callable[[str], Resolved | Unsupported] = resolve
+) -> Plan:
     plan = Plan()
     for node in tree.of_type(cst.Call, cst.SimpleString):
         if isinstance(node, cst.Call):
             target = _target_argument(node)
             if target is not None:
-                _plan_target(target, plan)
+                _plan_target(target, plan, resolver)
         elif cst.ensure_type(node, cst.SimpleString).evaluated_value == _CONF_CONSTANT_NAME:
             plan.findings.append(
                 Finding(
@@ -67,11 +71,13 @@ def _target_argument(call: cst.Call) -> cst.SimpleString | None:
     return None
 
 
-def _plan_target(node: cst.SimpleString, plan: Plan) -> None:
+def _plan_target(
+    node: cst.SimpleString, plan: Plan, resolver: Callable[[str], Resolved | Unsupported]
+) -> None:
     value = node.evaluated_value
     if not isinstance(value, str) or not is_petastorm_path(value):
         return
-    result = resolve(value)
+    result = resolver(value)
     if isinstance(result, Resolved):
         plan.expressions[node] = string_with(node, result.apply(value))
     else:

@@ -9,7 +9,7 @@ nodes hash and compare by identity).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -22,9 +22,18 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 class Tree:
     nodes: list[cst.CSTNode]  # pre-order, children in field order
     parents: dict[cst.CSTNode, cst.CSTNode]
+    _by_type: dict[type, list[cst.CSTNode]] = field(default_factory=dict, repr=False)
 
     def of_type(self, *types: type) -> list[cst.CSTNode]:
-        return [n for n in self.nodes if isinstance(n, types)]
+        """Nodes that are instances of ``types``, in source order (grouped once per tree)."""
+        if not self._by_type:
+            for node in self.nodes:
+                self._by_type.setdefault(type(node), []).append(node)
+        groups = [group for cls, group in self._by_type.items() if issubclass(cls, types)]
+        if len(groups) == 1:
+            return list(groups[0])
+        wanted = {id(n) for group in groups for n in group}
+        return [n for n in self.nodes if id(n) in wanted]
 
     def ancestors(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         out = []

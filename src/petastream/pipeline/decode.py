@@ -72,19 +72,25 @@ def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any
 
 
 def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int) -> Iterator[Any]:
-    """``chunks`` unchanged, telling ``ds.prefetch`` the shards of the next ``depth`` ahead."""
+    """``chunks`` unchanged; before each is decoded, ``ds.prefetch`` is told the shards of it
+    and of the next ``depth`` chunks, in plan order. The whole window is told every time: the
+    shard cache treats shards no longer asked for as no longer needed soon (evictable)."""
     prefetch = getattr(ds, "prefetch", None)
     if prefetch is None or depth <= 0:
         yield from chunks
         return
-    ahead: deque[Any] = deque()
+    window: deque[tuple[Any, list[int]]] = deque()
+
+    def emit() -> Any:
+        prefetch([s for _, shards in window for s in shards])
+        return window.popleft()[0]
+
     for chunk in chunks:
-        ahead.append(chunk)
-        prefetch(chunk_shards(chunk))
-        if len(ahead) > depth:
-            yield ahead.popleft()
-    while ahead:
-        yield ahead.popleft()
+        window.append((chunk, chunk_shards(chunk)))
+        if len(window) > depth:
+            yield emit()
+    while window:
+        yield emit()
 
 
 def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
@@ -102,3 +108,4 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
+

@@ -47,7 +47,7 @@ log = logging.getLogger("petastream.spark")
 CLAIM_DIR = ".petastream-claims"
 #: Longest wait for another live writer of the same key, in seconds.
 WAIT_TIMEOUT_S = 3600.0
-#: Seconds between two looks at the claim while waiting.
+#: Seconds between two looks at the claim while waiting (local; object stores: 1 s, a GET each).
 POLL_S = 0.25
 #: Object stores: seconds between writing a claim and reading it back.
 SETTLE_S = 0.5
@@ -115,16 +115,18 @@ def _acquire(loc: Location, name: str, key: str, parent: str, interval: float, t
              started: float) -> bool:
     t0 = time.monotonic()
     next_log = t0 + interval if interval else float("inf")
+    poll = POLL_S if loc.is_local else max(POLL_S, 1.0)
     while True:
         with _exclusive(loc, key) as atomic:
-            taken = _take(loc, name, key, started)
+            taken, record = _take(loc, name, key, started)
         if taken and not atomic:
             time.sleep(SETTLE_S)
-            taken = _mine(_records.read(loc, name))
+            record = _records.read(loc, name)
+            taken = _mine(record)
         if taken:
             return True
+        record = record or {}
         waited = time.monotonic() - t0
-        record = _records.read(loc, name) or {}
         who = f"host {record.get('host')}, pid {record.get('pid')}"
         if waited >= timeout:
             log.warning("waited %.0f s for the live process (%s) writing the same DataFrame "
@@ -139,23 +141,25 @@ def _acquire(loc: Location, name: str, key: str, parent: str, interval: float, t
                      who, parent, key, f"{time.time() - since:.0f}" if isinstance(since, float)
                      else "?", waited, timeout)
             next_log += interval
-        time.sleep(POLL_S)
+        time.sleep(poll)
 
 
-def _take(loc: Location, name: str, key: str, started: float) -> bool:
-    """Take the claim if it is free or its writer is dead; True if this process holds it."""
+def _take(loc: Location, name: str, key: str, started: float
+          ) -> tuple[bool, dict[str, Any] | None]:
+    """Take the claim if it is free or its writer is dead: (whether this process holds it,
+    the record found)."""
     record = _records.read(loc, name)
     data = encode(me(), key=key, started=started)
     if record is None:
-        return _records.create(loc, name, data)
+        return _records.create(loc, name, data), None
     if _mine(record):
-        return True
+        return True, record
     if _records.alive(record):
-        return False
+        return False, record
     log.warning("the process writing content key %s (host %s, pid %s) is gone; this process "
                 "takes over its write", key, record.get("host"), record.get("pid"))
     _records.write(loc, name, data)
-    return True
+    return True, record
 
 
 @contextlib.contextmanager

@@ -13,7 +13,9 @@ delete-at-exit) only when no other *live* lease and no keep pin exists. An expli
 caller's keep pin and deletes unless another live process uses the dataset; it ignores other
 processes' keep pins, which are there for the automatic clean-up only. Leases of dead
 processes (see :mod:`petastream.spark._records`: same host, pid gone; other host, heartbeat
-expired) do not count and are pruned, so a crashed job never pins data.
+expired) do not count and are pruned, so a crashed job never pins data. The writer of a
+dataset also counts the live processes waiting on its claim (:func:`petastream.spark.claims.waiters`):
+they are about to lease what it just published.
 
 Why no process deletes under a new user: a deleter writes its tombstone *before* it lists
 the leases; a new user writes its lease *before* it looks for live tombstones, and backs off
@@ -37,7 +39,7 @@ from petastream.spark import _records
 from petastream.spark._records import encode, me
 from petastream.spark.cache import delete_dataset  # now: at exit its imports would fail
 
-__all__ = ["acquire", "rebind", "forget", "release", "set_exit_action", "held", "users",
+__all__ = ["acquire", "rebind", "forget", "release", "set_exit_action", "held", "kept", "users",
            "LEASE_DIR"]
 
 log = logging.getLogger("petastream.spark")
@@ -74,6 +76,12 @@ def held(url: str) -> bool:
     """Whether this process holds a lease on ``url``."""
     with _LOCK:
         return url in _HELD
+
+
+def kept(url: str) -> bool:
+    """Whether this process holds ``url`` with a keep pin (kept at exit)."""
+    with _LOCK:
+        return url in _HELD and _HELD[url].keep
 
 
 def acquire(url: str, storage_options: dict | None = None, *, keep: bool = False,

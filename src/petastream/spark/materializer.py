@@ -25,12 +25,12 @@ import json
 import logging
 import os
 import re
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
@@ -92,10 +92,17 @@ class MaterializedDataset:
 
     def delete(self, force: bool = False) -> bool:
         """Forget it in the in-process de-dup, give up this process's lease and delete the
-        directory unless another live process holds a lease on it (``force``: delete anyway).
-        Returns True when it was deleted."""
+        directory, with this node's cached copies of its shards, unless another live process
+        holds a lease on it (``force``: delete anyway). Returns True when it was deleted."""
         _REGISTRY.forget(self.url)
-        return leases.release(self.url, self.storage_options, explicit=True, force=force)
+        return leases.release(self.url, self.storage_options, explicit=True, force=force,
+                              delete=self._delete_now)
+
+    def _delete_now(self, url: str) -> None:
+        from petastream.mds.cache_admin import forget_dataset
+
+        forget_dataset(url, storage_options=self.storage_options)  # before: index.json names them
+        cache.delete_dataset(url, self.storage_options)
 
 
 def materialize(
@@ -110,7 +117,7 @@ def materialize(
     array_lengths: str | Mapping[str, int | None] = "infer",
     nested: str = "error",
     reuse: bool = True,
-    keep_at_exit: bool = False,
+    keep_at_exit: bool | None = None,
     storage_options: dict | None = None,
     spark: Any = None,
     progress_interval: float = 10.0,
@@ -122,17 +129,24 @@ def materialize(
     ``parent_url``: the cache directory (path or fsspec URL); default: the Spark conf
     ``petastream.spark.parentCacheDirUrl``, then Petastorm's
     ``petastorm.spark.converter.parentCacheDirUrl``.
-    ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard).
+    ``compression``/``hashes``/``size_limit``: the MDS writer's (per shard); ``hashes=None``
+    records :data:`~petastream.mds.hashing.DEFAULT_HASHES` (xxh3-64: readers check every shard
+    as it enters their cache, ``petastream verify`` checks contents), ``[]`` none.
     ``dtype``: ``'float32'`` (Petastorm's default), ``'float64'`` or None; ``null_policy``:
     ``'error'`` or ``'fill'``; ``array_lengths``: ``'infer'``, ``'optimistic'``, ``'dynamic'``
     or ``{col: n}``;
     ``nested``: ``'error'`` or ``'json'`` (see :mod:`petastream.spark.schema`).
     ``reuse``: look the dataset up first (in-process, then by content key).
-    ``keep_at_exit``: keep the dataset when the interpreter exits (default: delete it, as
-    Petastorm does, once no other live process holds a lease on it; see
-    :mod:`petastream.spark.leases`). ``progress_interval``: seconds between progress lines
-    while the job runs, or while waiting for another process writing the same DataFrame
-    (logger ``petastream.spark`` at INFO; 0 disables).
+    ``keep_at_exit``: keep the dataset when the interpreter exits. Default (None): keep it when
+    ``parent_url`` is given (you named the destination: materialize in one job, train in
+    another), delete it when the location came from the Spark conf (a cache directory, deleted
+    at exit as Petastorm does, once no other live process holds a lease on it: see
+    :mod:`petastream.spark.leases`). ``MaterializedDataset.delete()`` deletes it at any time
+    (unless another live process uses it).
+    ``progress_interval``: seconds between progress lines while the write job runs, classic
+    Spark or Spark Connect (pyspark >= 4), or while waiting for another process writing the
+    same DataFrame; shown only with the logger ``petastream.spark`` at INFO, as a tqdm bar on a
+    terminal (see :mod:`petastream.spark._progress`); 0 disables.
     """
     start = time.perf_counter()
     check_dtype(dtype)
@@ -147,8 +161,11 @@ def materialize(
             return describe(path, storage_options, reused=True, seconds=time.perf_counter() - start)
         spark = spark or _active_session()
         df = spark.read.parquet(path)
+    if keep_at_exit is None:
+        keep_at_exit = parent_url is not None
     parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
-    options = {"compression": compression, "hashes": sorted(hashes or []),
+    hashes = list(DEFAULT_HASHES) if hashes is None else sorted(hashes)
+    options = {"compression": compression, "hashes": hashes,
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
                "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
                else array_lengths, "nested": nested}
@@ -229,8 +246,9 @@ def parent_cache_dir(session: Any) -> str:
 
 
 def _active_session() -> Any:
-    from pyspark.sql import SparkSession
+    from petastream._extras import require
 
+    SparkSession = require("pyspark.sql", "petastream.spark.materialize").SparkSession
     return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
 
 
@@ -452,7 +470,9 @@ def _task_message(e: BaseException) -> str:
 
 
 def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
-    """Collect the per-task rows, with a progress thread on classic Spark."""
+    """Collect the per-task rows, reporting progress (classic and Connect, see ``_progress``)."""
+    from petastream.spark._progress import track
+
     sc = None
     if not type(out_df).__module__.startswith("pyspark.sql.connect"):
         try:
@@ -460,51 +480,15 @@ def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
         except Exception:
             sc = None
     group = f"petastream-{key[:12]}-{time.monotonic_ns()}"
-    progress = None
     old: dict[str, Any] = {}
     if sc is not None:
         for prop, value in (("spark.jobGroup.id", group),
                             ("spark.job.description", f"petastream: materialize {key[:12]}")):
             old[prop] = sc.getLocalProperty(prop)
             sc.setLocalProperty(prop, value)
-        if interval and log.isEnabledFor(logging.INFO):
-            progress = _Progress(sc, group, interval)
-            progress.start()
     try:
-        return [row.asDict() for row in out_df.collect()]
+        with track(out_df, sc, group, "materializing", log, interval):
+            return [row.asDict() for row in out_df.collect()]
     finally:
-        if progress is not None:
-            progress.stop()
         for prop, value in old.items():
             sc.setLocalProperty(prop, value)  # type: ignore[union-attr]
-
-
-class _Progress(threading.Thread):
-    """Logs task progress of the write job every ``interval`` seconds (classic Spark)."""
-
-    def __init__(self, sc: Any, group: str, interval: float):
-        super().__init__(name="petastream-progress", daemon=True)
-        self.tracker = sc.statusTracker()
-        self.group = group
-        self.interval = interval
-        self.start_time = time.perf_counter()
-        self._stop_event = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.interval):
-            try:
-                done = total = 0
-                for job in self.tracker.getJobIdsForGroup(self.group):
-                    info = self.tracker.getJobInfo(job)
-                    for stage in info.stageIds if info else []:
-                        s = self.tracker.getStageInfo(stage)
-                        if s:
-                            done += s.numCompletedTasks
-                            total += s.numTasks
-                log.info("materializing: %d/%d tasks done, %.0f s elapsed", done, total,
-                         time.perf_counter() - self.start_time)
-            except Exception:  # the context stopped: nothing more to report
-                return

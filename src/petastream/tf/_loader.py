@@ -58,6 +58,11 @@ class TFLoader(BatchLoader):
       ``batch_size`` rows; it must return the same columns and types for every batch.
     * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
+    * ``batches_per_call``: batches handed to TensorFlow per Python call (default 1), cut apart
+      inside the graph; more amortize the call's cost (about 0.5 ms). Columns with a varying
+      row shape (ragged) take one batch per call. With more than one, plain ``state_dict()``
+      counts every batch handed over, up to ``batches_per_call - 1`` ahead of a loop that reads
+      nothing ahead itself: checkpoint with ``state_dict(steps=k)``, exact in every case.
 
     Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
     as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
@@ -71,7 +76,12 @@ class TFLoader(BatchLoader):
     def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
                  input_context: Any = None, rank: int | None = None, world_size: int | None = None,
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
-                 **kwargs: Any):
+                 batches_per_call: int = 1, **kwargs: Any):
+        if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
+            raise InvalidArgumentError(
+                f"batches_per_call must be an int >= 1 (batches handed to TensorFlow per Python call), "
+                f"got {batches_per_call!r}")
+        self.batches_per_call = batches_per_call
         if ragged not in _RAGGED_MODES:
             raise InvalidArgumentError(f"ragged must be one of {_RAGGED_MODES}, got {ragged!r}")
         rank, world_size = _rank_world(input_context, rank, world_size)
@@ -180,7 +190,8 @@ class TFLoader(BatchLoader):
         upcoming = self.driver.next_iteration_len()
         declared = upcoming if upcoming is not None and upcoming == len(self) else None
         ds = batch_source(functools.partial(self._iteration, declared), parts, self._assemble,
-                          self.element_spec)
+                          self.element_spec, group=1 if any(p.kind == RAGGED for p in self.plans)
+                          else self.batches_per_call)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding

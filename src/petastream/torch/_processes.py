@@ -13,6 +13,7 @@ original type, and a worker that dies (killed, out of memory) is reported within
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,14 +70,30 @@ class ProcessRun:
             self.close()
             raise RuntimeError(f"the decode worker processes ended after {self._t} of {self._n} "
                                "batches: their plan and the consumer's disagree") from None
-        except BaseException:
+        except BaseException as e:
+            dead = self._dead_workers(wait=not isinstance(e, RuntimeError))
             self.close()
+            if dead and not isinstance(e, RuntimeError):  # e.g. a reset pipe from the dead one
+                raise RuntimeError(f"DataLoader worker(s) {dead} exited unexpectedly while decoding "
+                                   f"batch {self._t} of {self._n}") from e
             raise
         if index != self._t:
             self.close()
             raise RuntimeError(f"decode worker returned batch {index}, expected {self._t}")
         self._t += 1
         return batch
+
+    def _dead_workers(self, wait: bool) -> list[str]:
+        """Worker processes that died; ``wait``: give a dying one a moment to be reaped (a pipe
+        it held can break before its exit code is known)."""
+        workers = getattr(self._it, "_workers", None) or []  # the DataLoader iterator's processes
+        deadline = time.monotonic() + (2.0 if wait else 0.0)
+        while True:
+            dead = [f"pid {w.pid} (exit code {w.exitcode})" for w in workers
+                    if w.exitcode is not None and w.exitcode != 0]
+            if dead or time.monotonic() >= deadline:
+                return dead
+            time.sleep(0.05)
 
     def close(self) -> None:
         it, self._it = self._it, None

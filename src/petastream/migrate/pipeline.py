@@ -1,0 +1,237 @@
+"""The whole-file decision: a Petastorm reader and what reads from it move together, or stay.
+
+petastream.compat.pytorch's loaders read a petastream Reader (they need its ``pool_type`` and
+``loader_kwargs``), and Petastorm's ``tf_utils`` need a Petastorm Reader; neither works with the
+other library's reader. So in one file (one notebook: all its cells) the read pipeline --
+readers, ``petastorm.pytorch`` loaders, ``tf_utils`` helpers, see :data:`mapping.READERS` and
+:data:`mapping.READER_CONSUMERS` -- is decided as a whole:
+
+- A ``petastorm.make_batch_reader`` whose every call reads a converter's files
+  (``make_batch_reader(converter.file_urls, ...)``) reads MDS after the migration, so it moves
+  to ``petastream.compat.make_batch_reader`` (the one reader compat provides).
+- If a reader or TF helper is left that compat cannot replace (``make_reader`` or
+  ``make_batch_reader`` on a Parquet or Unischema dataset, ``make_petastorm_dataset``), nothing
+  of the pipeline moves: the loaders and the other readers stay on Petastorm and are reported
+  (``kept-with-petastorm-reader``) with the reason. A loader only ever handed to a converter
+  (``make_torch_dataloader(data_loader_fn=BatchedDataLoader)``, also through
+  ``functools.partial``) is fed by compat's converter and moves regardless.
+
+The outcome is a :class:`Policy`, whose :meth:`Policy.resolve` replaces :func:`mapping.resolve`
+for every other analysis of the file, so imports, attribute chains and patch targets agree.
+
+A loader that moves but reads a reader from outside the file (a parameter, another module's
+helper) cannot be checked here: :func:`unchecked_loaders` notes each such call
+(``loader-reader-unchecked``), since a Petastorm reader handed to it fails at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .bindings import Binding
+from .edits import full_name
+from .mapping import LOADERS, READER_CONSUMERS, READERS, Resolved, Unsupported, canonical, resolve
+from .plan import Finding
+from .tree import Tree
+
+__all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of", "unchecked_loaders"]
+
+KEPT = "kept-with-petastorm-reader"
+_PIPELINE = READERS | READER_CONSUMERS
+# Petastorm readers that read what a converter materialized move to compat's reader.
+_PROMOTABLE = {"petastorm.make_batch_reader": "petastream.compat.make_batch_reader"}
+
+
+@dataclass(frozen=True, eq=False)
+class Member:
+    """One place a Petastorm object of interest is named in the file."""
+
+    path: str  # canonical Petastorm path (petastorm.reader.make_reader -> petastorm.make_reader)
+    written: str  # the path as the file spells it
+    node: cst.CSTNode  # the Name/Attribute naming it, or the import alias when it is never used
+
+
+def members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Member]:
+    """Every use (or unused import) of a path in ``wanted``, in binding order, each once
+    (``import petastorm.spark`` and ``import petastorm.pytorch`` both bind ``petastorm``)."""
+    seen: set[int] = set()
+    for member in _members(bindings, wanted):
+        if id(member.node) not in seen:
+            seen.add(id(member.node))
+            yield member
+
+
+def _members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Member]:
+    for binding in bindings:
+        if not binding.is_module:
+            path = canonical(binding.path)
+            if path not in wanted:
+                continue
+            if not binding.uses:
+                yield Member(path, binding.path, binding.alias)
+            for use in binding.uses:
+                if isinstance(use.node, cst.Name):
+                    yield Member(path, binding.path, use.node)
+            continue
+        for use in binding.uses:
+            if not isinstance(use.node, cst.Name):
+                continue
+            attrs = use.attrs or ()
+            for depth in range(1, len(attrs) + 1):
+                written = ".".join([binding.path, *attrs[:depth]])
+                if canonical(written) in wanted:
+                    yield Member(canonical(written), written, use.attributes[depth - 1])
+                    break
+
+
+def call_of(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> cst.Call | None:
+    """The call ``node(...)``, when ``node`` is what is called."""
+    parent = parents.get(node)
+    return parent if isinstance(parent, cst.Call) and parent.func is node else None
+
+
+def _first_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    call = call_of(member.node, parents)
+    if call is None:
+        return False
+    url = _first_argument(call, "dataset_url_or_urls")
+    return isinstance(url, cst.Attribute) and url.attr.value == "file_urls"
+
+
+def _fed_by_converter(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+    """``data_loader_fn=<member>`` or ``data_loader_fn=partial(<member>, ...)``."""
+    arg = parents.get(member.node)
+    if not isinstance(arg, cst.Arg):
+        return False
+    if arg.keyword is not None:
+        return arg.keyword.value == "data_loader_fn"
+    call = parents.get(arg)
+    callee = full_name(call.func) if isinstance(call, cst.Call) else None
+    if callee is None or callee.rpartition(".")[2] != "partial" or call.args[0] is not arg:
+        return False
+    outer = parents.get(call)
+    return isinstance(outer, cst.Arg) and outer.keyword is not None and outer.keyword.value == "data_loader_fn"
+
+
+@dataclass
+class Policy:
+    """What the file's read pipeline decided; :meth:`resolve` is the file's resolver."""
+
+    promoted: dict[str, str] = field(default_factory=dict)  # canonical path -> compat path
+    blocked: dict[str, Unsupported] = field(default_factory=dict)  # canonical path -> why it stays
+    staying: str | None = None  # the first reader or TF helper that stays on Petastorm
+
+    def resolve(self, path: str) -> Resolved | Unsupported:
+        key = canonical(path)
+        if key in self.blocked:
+            kept = self.blocked[key]
+            return Unsupported(path, kept.suggestion, kept.code, kept.reason)
+        if key in self.promoted:
+            return Resolved(self.promoted[key], path.count(".") + 1, is_module=False)
+        return resolve(path)
+
+    def star_kept(self, module: str) -> Unsupported | None:
+        """Why ``from <module> import *`` stays, when it brings in a piece of the pipeline."""
+        if self.staying is None or not any(p.rpartition(".")[0] == module for p in _PIPELINE):
+            return None
+        return _kept(f"from {module} import *", self.staying)
+
+
+def plan_pipeline(bindings: Sequence[Binding], parents: Mapping[cst.CSTNode, cst.CSTNode]) -> Policy:
+    found = list(members(bindings, _PIPELINE))
+    policy = Policy()
+    for path, target in _PROMOTABLE.items():
+        group = [m for m in found if m.path == path]
+        if group and all(_reads_converter_files(m, parents) for m in group):
+            policy.promoted[path] = target
+    staying = [m for m in found if isinstance(policy.resolve(m.written), Unsupported)]
+    if not staying:
+        return policy
+    reader = policy.staying = staying[0].path
+    for member in found:
+        if member in staying or member.path in policy.blocked:
+            continue
+        if member.path in LOADERS and all(
+            _fed_by_converter(m, parents) for m in found if m.path == member.path
+        ):
+            continue
+        policy.blocked[member.path] = _kept(member.path, reader)
+    return policy
+
+
+def _kept(path: str, reader: str) -> Unsupported:
+    if path in READERS:
+        role = "it would become a petastream reader, which Petastorm's loaders and tf_utils cannot read"
+    else:
+        role = "petastream.compat's loaders read only petastream readers"
+    reason = (
+        f"{path} stays on Petastorm: this file also uses {reader}, which petastream.compat does "
+        f"not provide, and {role}"
+    )
+    suggestion = (
+        "migrate the reader and what reads it together: for a Spark DataFrame use "
+        "make_spark_converter(df) with converter.make_torch_dataloader()/make_tf_dataset(); for "
+        "MDS data use petastream.open(url); until then this file keeps petastorm (and so does the "
+        "project's dependency list)"
+    )
+    return Unsupported(path, suggestion, KEPT, reason)
+
+
+def unchecked_loaders(tree: Tree, bindings: Sequence[Binding], policy: Policy) -> list[Finding]:
+    """Notes on moving loader calls whose reader does not come from a reader made in this file."""
+    parents = tree.parents
+    readers = {
+        m.node for m in members(bindings, READERS) if isinstance(policy.resolve(m.written), Resolved)
+    }
+    made = _names_bound_to_readers(tree, readers)
+    notes = []
+    for member in members(bindings, LOADERS):
+        call = call_of(member.node, parents)
+        if call is None or not isinstance(policy.resolve(member.written), Resolved):
+            continue
+        source = _first_argument(call, "reader")
+        if source is None or _is_reader(source, readers, made):
+            continue
+        notes.append(
+            Finding(
+                source,
+                "loader-reader-unchecked",
+                f"{member.path.rpartition('.')[2]} now comes from petastream.compat and needs a "
+                "petastream reader; this one is made outside this file",
+                "make sure it comes from petastream.compat.make_batch_reader(converter.file_urls) "
+                "or use converter.make_torch_dataloader(); a Petastorm reader fails here",
+                severity="info",
+            )
+        )
+    return notes
+
+
+def _is_reader(expr: cst.BaseExpression, readers: set[cst.CSTNode], made: set[str]) -> bool:
+    if isinstance(expr, cst.Call):
+        return expr.func in readers
+    return isinstance(expr, cst.Name) and expr.value in made
+
+
+def _names_bound_to_readers(tree: Tree, readers: set[cst.CSTNode]) -> set[str]:
+    """``r = make_batch_reader(...)`` and ``with make_batch_reader(...) as r`` in this file."""
+    made: set[str] = set()
+    for node in tree.of_type(cst.Assign, cst.WithItem):
+        if isinstance(node, cst.Assign):
+            value, targets = node.value, [t.target for t in node.targets]
+        else:
+            item = cst.ensure_type(node, cst.WithItem)
+            value, targets = item.item, [item.asname.name] if item.asname is not None else []
+        if isinstance(value, cst.Call) and value.func in readers:
+            made.update(t.value for t in targets if isinstance(t, cst.Name))
+    return made
