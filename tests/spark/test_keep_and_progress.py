@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from petastream.spark import cache, materialize
+from petastream.spark import cache, leases, materialize
 from petastream.spark._progress import Reporter
 
 pytestmark = pytest.mark.spark
@@ -17,15 +17,15 @@ pytestmark = pytest.mark.spark
 
 def test_a_named_destination_is_kept_at_exit(spark, cache_dir):
     m = materialize(spark.range(0, 30, 1, 2), cache_dir)
-    assert m.created and m.url not in cache._AT_EXIT
+    assert m.created and leases.kept(m.url)
     m.delete()
 
 
 def test_keep_at_exit_false_deletes_a_named_destination_at_exit(spark, cache_dir):
     m = materialize(spark.range(0, 31, 1, 2), cache_dir, keep_at_exit=False)
-    assert m.created and m.url in cache._AT_EXIT
+    assert m.created and leases.held(m.url) and not leases.kept(m.url)
     m.delete()
-    assert m.url not in cache._AT_EXIT and not os.path.exists(m.url)
+    assert not leases.held(m.url) and not os.path.exists(m.url)
 
 
 def test_a_cache_dir_from_the_spark_conf_is_deleted_at_exit(spark, cache_dir):
@@ -34,7 +34,7 @@ def test_a_cache_dir_from_the_spark_conf_is_deleted_at_exit(spark, cache_dir):
         m = materialize(spark.range(0, 32, 1, 2))
     finally:
         spark.conf.unset(cache.PARENT_CONF)
-    assert m.created and m.url in cache._AT_EXIT
+    assert m.created and leases.held(m.url) and not leases.kept(m.url)
     m.delete()
 
 

@@ -12,18 +12,24 @@ Where petastream differs, on purpose:
   ``gz``, ``'bzip2'`` -> ``bz2``, ``'lz4'`` -> ``zstd:1`` (MDS has no lz4; zstd level 1 is as
   fast). ``parquet_row_group_size_bytes`` becomes the shard ``size_limit``.
 * ``file_urls`` lists the MDS shard files; ``dataset_size`` comes from index.json (no Spark job).
-* Re-converting an unchanged DataFrame in a new process reuses the dataset when the previous
-  process kept it: set the Spark conf ``petastream.spark.converter.keepCacheAtExit`` to
-  ``true`` (default ``false``: delete at exit, as Petastorm).
+* Re-converting an unchanged DataFrame in a new process reuses the dataset while another
+  process uses it, or after that process kept it: set the Spark conf
+  ``petastream.spark.converter.keepCacheAtExit`` to ``true`` (default ``false``: delete at
+  exit, as Petastorm). Processes sharing the parent directory convert one DataFrame once (the
+  others wait for the first and reuse its dataset), and at exit or on ``delete()`` a dataset
+  is deleted only when no other live process holds a lease on it (see
+  :mod:`petastream.spark.leases`); the delete handler is then called as in Petastorm.
 * ``df`` given as a path: an MDS directory (ours or Mosaic-written) is used as is; a Parquet
   directory is converted to MDS under the cache directory.
+* ``make_torch_dataloader`` / ``make_tf_dataset`` check their arguments when called (see
+  :mod:`petastream.compat._checks`): values Petastorm ran on silently wrong (``batch_size=0``,
+  ``workers_count=-2``, ``shuffling_queue_capacity=-5``) raise ``InvalidArgumentError``.
 * The small-file warning (``_check_dataset_file_median_size``) is kept for callers but not
   run: MDS shard sizes are set by ``size_limit``, not by the DataFrame's partitioning.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
@@ -31,6 +37,7 @@ import time
 from multiprocessing.pool import ThreadPool
 from typing import Any
 
+from petastream.compat._checks import check_tf_arguments, check_torch_arguments
 from petastream.compat._horovod import check_rank_and_size_consistent_with_horovod as _check_hvd
 from petastream.compat._horovod import get_horovod_rank_and_size as _get_horovod_rank_and_size
 from petastream.compat._urls import (
@@ -197,9 +204,10 @@ def _gen_cache_dir_name() -> str:
 
 
 def _default_delete_dir_handler(dataset_url: str) -> None:
-    loc = resolve(dataset_url)
-    if loc.exists():
-        loc.delete_tree()
+    from petastream.spark.cache import delete_dataset
+
+    if resolve(dataset_url).exists():
+        delete_dataset(dataset_url)  # index.json first: a deletion cut short never looks complete
 
 
 _delete_dir_handler = _default_delete_dir_handler
@@ -219,7 +227,7 @@ def _delete_cache_data_atexit(dataset_url: str) -> None:
 
 
 def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
-    from petastream.spark import materializer
+    from petastream.spark import leases, materializer
 
     with _cache_df_meta_list_lock:
         for i, meta in enumerate(_cache_df_meta_list):
@@ -227,7 +235,16 @@ def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
                 _cache_df_meta_list.pop(i)
                 break
         materializer._REGISTRY.forget(cache_dir_url)  # re-converting must materialize again
-    _delete_dir_handler(cache_dir_url)
+    leases.release(cache_dir_url, explicit=True, delete=_forget_and_delete)
+
+
+def _forget_and_delete(dataset_url: str) -> None:
+    """``delete()`` of a dataset nobody else uses: this node's cached copies of its shards go
+    first (its index.json names them), then the directory, through the delete handler."""
+    from petastream.mds.cache_admin import forget_dataset
+
+    forget_dataset(dataset_url)
+    _delete_dir_handler(dataset_url)
 
 
 # -- materialization ---------------------------------------------------------------------------
@@ -241,18 +258,19 @@ def _check_dtype(dtype: Any) -> None:
 
 def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
                     compression_codec: str | None, dtype: str | None) -> str:
-    from petastream.spark import materialize
+    from petastream.spark import leases, materialize
 
     spark = df.sparkSession
     keep = _keep_cache_at_exit(spark)
     result = materialize(
-        df, parent_cache_dir_url, size_limit=row_group_size, dtype=dtype, keep_at_exit=True,
+        df, parent_cache_dir_url, size_limit=row_group_size, dtype=dtype, keep_at_exit=keep,
         compression=_CODECS[compression_codec.lower()] if compression_codec else "zstd",
     )
     if result.created:
         logger.info("Materialize dataframe to url %s successfully.", result.url)
-        if not keep:
-            atexit.register(_delete_cache_data_atexit, result.url)
+    # At exit, Petastorm's hook (the registered delete handler) runs once no other live
+    # process holds a lease on the dataset, whether this process wrote it or reused it.
+    leases.set_exit_action(result.url, _delete_cache_data_atexit)
     return result.url
 
 
@@ -363,6 +381,7 @@ class SparkDatasetConverter:
 
     def make_tf_dataset(self, batch_size=None, prefetch=None, num_epochs=None, workers_count=None,
                         shuffling_queue_capacity=None, **petastorm_reader_kwargs) -> TFDatasetContextManager:
+        check_tf_arguments(batch_size, prefetch, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
         return TFDatasetContextManager(self.file_urls, batch_size=batch_size, prefetch=prefetch,
@@ -372,15 +391,13 @@ class SparkDatasetConverter:
     def make_torch_dataloader(self, batch_size=32, num_epochs=None, workers_count=None,
                               shuffling_queue_capacity=0, data_loader_fn=None,
                               **petastorm_reader_kwargs) -> TorchDatasetContextManager:
+        check_torch_arguments(batch_size, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
         return TorchDatasetContextManager(self.file_urls, batch_size, petastorm_reader_kwargs,
                                           shuffling_queue_capacity, data_loader_fn)
 
     def delete(self) -> None:
-        from petastream.mds.cache_admin import forget_dataset
-
-        forget_dataset(self.cache_dir_url)  # this node's cached copies of its shards go too
         _remove_cache_metadata_and_data(self.cache_dir_url)
 
     @staticmethod

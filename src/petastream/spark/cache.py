@@ -156,16 +156,19 @@ def content_key(df: Any, options: dict[str, Any], *, storage_options: dict | Non
 
 def find_complete(parent: str, key: str, storage_options: dict | None = None) -> str | None:
     """URL of the complete dataset for ``key`` under ``parent``, or None."""
+    from petastream.spark import _records
+
+    # Fresh looks, not fsspec's listing cache: other processes publish and delete these.
     root = resolve(parent, storage_options)
     final = root.child(f"{_PREFIX}{key}")
-    if final.exists("index.json"):
+    if _records.exists(final, "index.json"):
         return final.url
-    if not root.is_local and root.exists(_marker(key)):
+    if not root.is_local:
         try:
             url = json.loads(root.read_bytes(_marker(key)))["url"]
         except (OSError, ValueError, KeyError):
             return None
-        if resolve(url, storage_options).exists("index.json"):
+        if _records.exists(resolve(url, storage_options), "index.json"):
             return url
     return None
 
@@ -200,7 +203,13 @@ def publish(parent: str, key: str, attempt: str, storage_options: dict | None = 
 
 
 def delete_dataset(url: str, storage_options: dict | None = None) -> None:
-    """Delete a dataset directory and, on object stores, the pointer that names it."""
+    """Delete a dataset directory and, on object stores, the pointer that names it.
+
+    ``index.json`` goes first: a deletion cut short (a kill, a flaky store) leaves a directory
+    that no lookup takes for a complete dataset, never a published one with shards missing.
+    Whether a shared dataset may be deleted is :mod:`petastream.spark.leases`' decision."""
+    from petastream.spark import _records
+
     loc = resolve(url, storage_options)
     parent, _, name = loc.url.rstrip("/").rpartition("/")
     if name.startswith(_TMP_PREFIX) and not loc.is_local:
@@ -212,6 +221,7 @@ def delete_dataset(url: str, storage_options: dict | None = None) -> None:
                     proot.remove(_marker(key))
             except (OSError, ValueError):
                 pass
+    _records.remove(loc, "index.json")
     loc.delete_tree()
 
 

@@ -7,6 +7,11 @@ leftovers of failed or speculative attempts are ignored) into ``index.json``, wr
 then publishes the attempt (see :mod:`petastream.spark.cache`). Only the DataFrame API is used
 (``mapInArrow``, ``agg``, ``inputFiles``, ``sameSemantics``), so Connect DataFrames work.
 
+Sharing a parent directory between processes: a DataFrame's content key is written once (the
+first process claims it, the others wait and reuse: :mod:`petastream.spark.claims`), and every
+process that uses a dataset holds a lease on it, so that no process deletes at exit a dataset
+that another live process is using (:mod:`petastream.spark.leases`).
+
 ``array_lengths='infer'`` adds one aggregate job before the write when the DataFrame has array
 columns (see :mod:`petastream.spark.schema`). A null met by a task under
 ``null_policy='error'`` fails the job; the driver then counts nulls with one aggregate job to
@@ -15,6 +20,7 @@ name the columns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,7 +34,7 @@ from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
-from petastream.spark import cache
+from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
 from petastream.spark._task import LENGTH_MARKER, NULL_MARKER, RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
@@ -54,8 +60,10 @@ class MaterializedDataset:
     """A complete MDS dataset made from a DataFrame (or found again). Picklable: plain data.
 
     ``reused`` is True when no write ran (in-process de-dup, a complete dataset found under the
-    content key, or an existing MDS directory given as ``df``). ``created`` is True when this
-    call published the dataset (and so registered its deletion at exit, unless kept).
+    content key, possibly after waiting for another process writing it, or an existing MDS
+    directory given as ``df``). ``created`` is True when this call published the dataset.
+    Either way this process holds a lease on a dataset it materialized (not on an MDS
+    directory given as ``df``): see :mod:`petastream.spark.leases`.
     """
 
     url: str
@@ -82,15 +90,19 @@ class MaterializedDataset:
         kwargs.setdefault("storage_options", self.storage_options)
         return open_mds(self.url, **kwargs)
 
-    def delete(self) -> None:
-        """Forget it in the in-process de-dup, remove this node's cached copies of its shards,
-        and delete its directory."""
+    def delete(self, force: bool = False) -> bool:
+        """Forget it in the in-process de-dup, give up this process's lease and delete the
+        directory, with this node's cached copies of its shards, unless another live process
+        holds a lease on it (``force``: delete anyway). Returns True when it was deleted."""
+        _REGISTRY.forget(self.url)
+        return leases.release(self.url, self.storage_options, explicit=True, force=force,
+                              delete=self._delete_now)
+
+    def _delete_now(self, url: str) -> None:
         from petastream.mds.cache_admin import forget_dataset
 
-        forget_dataset(self.url, storage_options=self.storage_options)
-        _REGISTRY.forget(self.url)
-        cache.unregister_atexit(self.url)
-        cache.delete_dataset(self.url, self.storage_options)
+        forget_dataset(url, storage_options=self.storage_options)  # before: index.json names them
+        cache.delete_dataset(url, self.storage_options)
 
 
 def materialize(
@@ -128,10 +140,13 @@ def materialize(
     ``keep_at_exit``: keep the dataset when the interpreter exits. Default (None): keep it when
     ``parent_url`` is given (you named the destination: materialize in one job, train in
     another), delete it when the location came from the Spark conf (a cache directory, deleted
-    at exit as Petastorm does). ``MaterializedDataset.delete()`` deletes it at any time.
+    at exit as Petastorm does, once no other live process holds a lease on it: see
+    :mod:`petastream.spark.leases`). ``MaterializedDataset.delete()`` deletes it at any time
+    (unless another live process uses it).
     ``progress_interval``: seconds between progress lines while the write job runs, classic
-    Spark or Spark Connect (pyspark >= 4); shown only with the logger ``petastream.spark`` at
-    INFO, as a tqdm bar on a terminal (see :mod:`petastream.spark._progress`); 0 disables.
+    Spark or Spark Connect (pyspark >= 4), or while waiting for another process writing the
+    same DataFrame; shown only with the logger ``petastream.spark`` at INFO, as a tqdm bar on a
+    terminal (see :mod:`petastream.spark._progress`); 0 disables.
     """
     start = time.perf_counter()
     check_dtype(dtype)
@@ -154,34 +169,68 @@ def materialize(
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
                "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
                else array_lengths, "nested": nested}
+    write = dict(compression=compression, hashes=hashes, size_limit=size_limit, dtype=dtype,
+                 null_policy=null_policy, array_lengths=array_lengths, nested=nested,
+                 storage_options=storage_options, progress_interval=progress_interval,
+                 start=start, keep=keep_at_exit)
     with _REGISTRY.lock:
         if reuse:
             url = _REGISTRY.lookup(df, parent, options)
-            if url is not None:
+            if url is not None and leases.acquire(url, storage_options, keep=keep_at_exit):
                 log.info("reusing %s (same DataFrame plan and options in this process)", url)
-                if keep_at_exit:
-                    cache.unregister_atexit(url)
                 return describe(url, storage_options, reused=True,
                                 seconds=time.perf_counter() - start)
         key, pinned = cache.content_key(df, options, storage_options=storage_options)
-        if reuse and pinned:
-            url = cache.find_complete(parent, key, storage_options)
+        shared = reuse and pinned  # other processes may convert the same DataFrame
+        result = None
+        for _ in range(3):  # again only if a dataset was deleted between publish and lease
+            result = _reuse_or_write(df, parent, key, shared, write)
+            if result is not None:
+                break
+        if result is None:
+            raise MaterializationError(
+                f"the dataset for content key {key} under {parent} was deleted three times "
+                "while this process was about to use it; convert again, or pass reuse=False")
+        _REGISTRY.add(df, parent, options, result.url)
+        return result
+
+
+def _find_and_lease(parent: str, key: str, storage_options: dict | None, keep: bool
+                    ) -> str | None:
+    """The complete dataset for ``key``, leased by this process, or None. A dataset being
+    deleted right now is waited for (briefly) and then reported missing."""
+    deadline = time.monotonic() + 30
+    while True:
+        url = cache.find_complete(parent, key, storage_options)
+        if url is None:
+            return None
+        if leases.acquire(url, storage_options, keep=keep):
+            return url
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.2)
+
+
+def _reuse_or_write(df: Any, parent: str, key: str, shared: bool, write: dict[str, Any]
+                    ) -> MaterializedDataset | None:
+    """Reuse the dataset under ``key``, waiting for another process writing it, or write it."""
+    storage_options, keep, start = write["storage_options"], write["keep"], write["start"]
+    if shared:
+        url = _find_and_lease(parent, key, storage_options, keep)
+        if url is not None:
+            log.info("reusing the complete dataset %s (same content key)", url)
+            return describe(url, storage_options, key=key, reused=True,
+                            seconds=time.perf_counter() - start)
+    with (claims.claim(parent, key, storage_options,
+                       progress_interval=write["progress_interval"])
+          if shared else contextlib.nullcontext(False)):
+        if shared:  # the previous holder of the claim may have published it
+            url = _find_and_lease(parent, key, storage_options, keep)
             if url is not None:
-                log.info("reusing the complete dataset %s (same content key)", url)
-                if keep_at_exit:
-                    cache.unregister_atexit(url)
-                _REGISTRY.add(df, parent, options, url)
+                log.info("reusing %s, written by another process meanwhile", url)
                 return describe(url, storage_options, key=key, reused=True,
                                 seconds=time.perf_counter() - start)
-        result = _write(df, parent, key, compression=compression, hashes=hashes,
-                        size_limit=size_limit, dtype=dtype, null_policy=null_policy,
-                        array_lengths=array_lengths, nested=nested,
-                        storage_options=storage_options, progress_interval=progress_interval,
-                        start=start)
-        _REGISTRY.add(df, parent, options, result.url)
-        if result.created and not keep_at_exit:
-            cache.register_atexit(result.url, storage_options)
-        return result
+        return _write(df, parent, key, **write)
 
 
 def parent_cache_dir(session: Any) -> str:
@@ -224,7 +273,9 @@ class _Retry(Exception):
 def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
            size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
-           progress_interval: float, start: float) -> MaterializedDataset:
+           progress_interval: float, start: float, keep: bool) -> MaterializedDataset | None:
+    """Write ``df`` and publish it under ``key`` (leased by this process); None if another
+    conversion published first and its dataset was deleted before this process leased it."""
     prepared, plans = prepare(df, dtype=dtype, nested=nested)
     t0 = time.perf_counter()
     plans, nulls = infer_lengths(prepared, plans, array_lengths,
@@ -239,7 +290,7 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
         try:
             rows, shards, url, won = _attempt(prepared, plans, parent, key, compression, hashes,
                                               size_limit, null_policy, storage_options,
-                                              progress_interval)
+                                              progress_interval, keep)
             break
         except _Retry as retry:
             log.info("%s; writing again with variable-length arrays there", retry)
@@ -255,14 +306,18 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
                  max((r["seconds"] for r in rows), default=0.0))
         return describe(url, storage_options, key=key, created=True, seconds=seconds)
     log.info("another conversion published %s first; using it (this attempt was discarded)", url)
+    if not leases.acquire(url, storage_options, keep=keep):
+        return None
     return describe(url, storage_options, key=key, reused=True, seconds=seconds)
 
 
 def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
              compression: str | None, hashes: list[str] | None, size_limit: Any,
-             null_policy: str, storage_options: dict | None, progress_interval: float
-             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
-    """One write job into a fresh attempt directory, merged and published."""
+             null_policy: str, storage_options: dict | None, progress_interval: float,
+             keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
+    """One write job into a fresh attempt directory, merged and published. The lease is
+    taken on the attempt before it is published, so no moment exists where the published
+    dataset is unleased by its writer."""
     source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
     # Positional names: mapInArrow resolves each column by name, which breaks on names with
     # dots; the tasks take columns by position anyway.
@@ -283,8 +338,15 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
         resolve(attempt, storage_options).write_bytes_atomic(SIDECAR, dump_sidecar(_column_info(plans)))
         shards = _merge(resolve(attempt, storage_options), subs, storage_options)
         _sweep(attempt, subs, storage_options)
+        leases.acquire(attempt, storage_options, keep=keep, check=False,
+                       waiters=lambda: claims.waiters(parent, key, storage_options))
         url, won = cache.publish(parent, key, attempt, storage_options)
+        if won:
+            leases.rebind(attempt, url)
+        else:
+            leases.forget(attempt)  # publish deleted the attempt, lease included
     except BaseException as e:
+        leases.forget(attempt)
         _discard(attempt, storage_options)
         if isinstance(e, _Retry):
             raise
