@@ -82,7 +82,7 @@ def test_set_delete_handler():
     assert sdc._delete_dir_handler is sdc._default_delete_dir_handler
 
 
-@pytest.mark.parametrize("codec, stored", [(None, "zstd"), ("uncompressed", None), ("snappy", "snappy"),
+@pytest.mark.parametrize("codec, stored", [(None, None), ("uncompressed", None), ("snappy", "snappy"),
                                            ("GZIP", "gz"), ("bzip2", "bz2"), ("lz4", "zstd:1")])
 def test_compression_codec_maps_to_mds(spark, converter_env, codec, stored):
     import petastream
@@ -92,6 +92,13 @@ def test_compression_codec_maps_to_mds(spark, converter_env, codec, stored):
     assert {s["compression"] for s in ds.shards} == {stored}
     suffix = "." + stored.split(":")[0] if stored else ".mds"
     assert all(u.endswith(suffix) for u in conv.file_urls)
+
+
+def test_default_codec_is_none_on_local_disk_and_zstd_where_bytes_travel():
+    assert sdc._default_codec("file:///tmp/cache") is None and sdc._default_codec("/tmp/cache") is None
+    for remote in ("s3://bucket/cache", "abfs://c@acct/cache", "/dbfs/tmp/cache", "file:///dbfs/tmp/cache",
+                   "/Volumes/main/default/vol/cache"):
+        assert sdc._default_codec(remote) == "zstd", remote
 
 
 def test_bad_codec_message(spark, converter_env):
@@ -345,6 +352,7 @@ def test_keep_cache_conf_lets_a_new_session_reuse_the_dataset(spark, converter_e
     assert os.path.exists(os.path.join(_local(url), "index.json"))  # kept at exit
     from petastream.spark import materialize
 
-    again = materialize(spark.read.parquet("file:" + source), converter_env, size_limit=sdc.DEFAULT_ROW_GROUP_SIZE_BYTES)
+    again = materialize(spark.read.parquet("file:" + source), converter_env, size_limit=sdc.DEFAULT_ROW_GROUP_SIZE_BYTES,
+                        compression=None)  # what compat writes on a local disk
     assert again.reused and again.url == url
     assert make_spark_converter(spark.read.parquet("file:" + source)).cache_dir_url == url
