@@ -214,7 +214,9 @@ def test_a_waiter_takes_over_from_a_killed_writer_at_once(store, tmp_path, reque
     with caplog.at_level(logging.INFO, logger="petastream.spark"):
         waiter = threading.Thread(target=wait)
         waiter.start()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 15  # a loaded machine (or moto) may take a while to say so
+        while "waiting for the process" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert not got and "waiting for the process" in caplog.text
         holder.kill()  # kill -9
         killed = time.monotonic()
