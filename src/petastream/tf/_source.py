@@ -94,16 +94,28 @@ def batch_source(start: Callable[[], Iterator[tuple[np.ndarray, ...]]], parts: t
     if group > 1 and groupable(parts):
         return _grouped(passes, parts, assemble, group)
 
+    def fetch(key: tf.Tensor) -> Any:
+        return tf.numpy_function(passes.next, [key], dtypes, stateful=True)
+
+    return _per_pass(passes, fetch, parts, assemble, element_spec)
+
+
+def _per_pass(passes: _Passes, fetch: Callable[[tf.Tensor], Any], specs: tuple[tf.TensorSpec, ...],
+              finish: Callable[..., Any], element_spec: Any) -> tf.data.Dataset:
+    """A ``GeneratorDataset`` per pass: init opens a pass, next runs ``fetch(key)`` (a
+    ``numpy_function``), gives its tensors the shapes of ``specs`` and returns ``finish`` of
+    them; finalize closes the pass."""
+
     @tf.autograph.experimental.do_not_convert
     def init_fn(_: Any) -> tf.Tensor:
         return tf.numpy_function(passes.open, [], tf.int64, stateful=True)
 
     @tf.autograph.experimental.do_not_convert
     def next_fn(key: tf.Tensor) -> Any:
-        flat = tf.numpy_function(passes.next, [key], dtypes, stateful=True)
-        for tensor, spec in zip(flat, parts):
+        flat = fetch(key)
+        for tensor, spec in zip(flat, specs):
             tensor.set_shape(spec.shape)
-        return assemble(*flat)
+        return finish(*flat)
 
     @tf.autograph.experimental.do_not_convert
     def finalize_fn(key: tf.Tensor) -> tf.Tensor:
@@ -124,24 +136,8 @@ def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callab
     group_spec = (*rows, tf.TensorSpec([None], tf.int64))
     size = np.int64(group)
 
-    @tf.autograph.experimental.do_not_convert
-    def init_fn(_: Any) -> tf.Tensor:
-        return tf.numpy_function(passes.open, [], tf.int64, stateful=True)
-
-    @tf.autograph.experimental.do_not_convert
-    def next_fn(key: tf.Tensor) -> Any:
-        flat = tf.numpy_function(passes.next_group, [key, size], dtypes, stateful=True)
-        for tensor, spec in zip(flat, group_spec):
-            tensor.set_shape(spec.shape)
-        return tuple(flat)
-
-    @tf.autograph.experimental.do_not_convert
-    def finalize_fn(key: tf.Tensor) -> tf.Tensor:
-        return tf.numpy_function(passes.close, [key], tf.int64, stateful=True)
-
-    @tf.autograph.experimental.do_not_convert
-    def one_pass(dummy: tf.Tensor) -> tf.data.Dataset:
-        return _GeneratorDataset(dummy, init_fn, next_fn, finalize_fn, group_spec)
+    def fetch(key: tf.Tensor) -> Any:
+        return tf.numpy_function(passes.next_group, [key, size], dtypes, stateful=True)
 
     @tf.autograph.experimental.do_not_convert
     def split(*flat: tf.Tensor) -> tf.data.Dataset:
@@ -159,4 +155,4 @@ def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callab
 
         return tf.data.Dataset.from_tensor_slices((ends - lengths, ends)).map(cut)
 
-    return tf.data.Dataset.from_tensors(np.int64(0)).flat_map(one_pass).flat_map(split)
+    return _per_pass(passes, fetch, group_spec, lambda *flat: tuple(flat), group_spec).flat_map(split)
