@@ -106,11 +106,16 @@ def main() -> None:
     p.add_argument("--s3", action="store_true", help="a moto S3 server on loopback as the parent")
     p.add_argument("--src", default=os.path.join(ROOT, "src"))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep", action="store_true", help="keep the work directory (the logs)")
     a = p.parse_args()
     rng = random.Random(a.seed)
     sys.path.insert(0, a.src)
     with contextlib.ExitStack() as stack:
-        work = stack.enter_context(tempfile.TemporaryDirectory(prefix="petastream-stress-"))
+        if a.keep:
+            work = tempfile.mkdtemp(prefix="petastream-stress-")
+            print(f"work directory: {work}", flush=True)
+        else:
+            work = stack.enter_context(tempfile.TemporaryDirectory(prefix="petastream-stress-"))
         if a.s3:
             from tests.servers import moto_s3_server, s3_env
 

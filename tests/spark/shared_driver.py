@@ -88,6 +88,7 @@ def main() -> None:
     a = p.parse_args()
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(created).3f %(name)s %(message)s")
+    logging.getLogger("petastream.spark").setLevel(logging.DEBUG)
     for noisy in ("py4j", "pyspark", "s3fs", "botocore", "aiobotocore", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     spark = _spark()

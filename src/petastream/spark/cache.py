@@ -166,10 +166,12 @@ def find_complete(parent: str, key: str, storage_options: dict | None = None) ->
     if not root.is_local:
         try:
             url = json.loads(root.read_bytes(_marker(key)))["url"]
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError) as e:
+            log.debug("no pointer for %s under %s: %r", key, parent, e)
             return None
         if _records.exists(resolve(url, storage_options), "index.json"):
             return url
+        log.debug("the pointer for %s names %s, which has no index.json", key, url)
     return None
 
 

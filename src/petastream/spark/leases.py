@@ -13,9 +13,9 @@ delete-at-exit) only when no other *live* lease and no keep pin exists. An expli
 caller's keep pin and deletes unless another live process uses the dataset; it ignores other
 processes' keep pins, which are there for the automatic clean-up only. Leases of dead
 processes (see :mod:`petastream.spark._records`: same host, pid gone; other host, heartbeat
-expired) do not count and are pruned, so a crashed job never pins data. The writer of a
-dataset also counts the live processes waiting on its claim (:func:`petastream.spark.claims.waiters`):
-they are about to lease what it just published.
+expired) do not count and are pruned, so a crashed job never pins data. The live processes
+waiting on the claim of the dataset's content key count too
+(:func:`petastream.spark.claims.waiters`): they are about to lease what was just published.
 
 Why no process deletes under a new user: a deleter writes its tombstone *before* it lists
 the leases; a new user writes its lease *before* it looks for live tombstones, and backs off
@@ -102,6 +102,7 @@ def acquire(url: str, storage_options: dict | None = None, *, keep: bool = False
             name = _use(me().name)
             _records.write(loc, name, encode(me()))
             if check and (_deleting(loc) or not _records.exists(dataset, "index.json")):
+                log.debug("not leasing %s: being deleted, or deleted", url)
                 _records.remove(loc, name)
                 return False
             _records.heartbeat.add(loc, name)
@@ -220,6 +221,7 @@ def release(url: str, storage_options: dict | None = None, *, explicit: bool = F
             log.info("keeping %s: still used by %s", url, ", ".join(others))
             return False
         deleter(url)
+        log.info("deleted %s: no other live process uses it", url)
         return True
     finally:
         try:

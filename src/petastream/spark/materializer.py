@@ -203,8 +203,10 @@ def _find_and_lease(parent: str, key: str, storage_options: dict | None, keep: b
     while True:
         url = cache.find_complete(parent, key, storage_options)
         if url is None:
+            log.debug("no complete dataset for content key %s under %s", key, parent)
             return None
-        if leases.acquire(url, storage_options, keep=keep):
+        if leases.acquire(url, storage_options, keep=keep,
+                          waiters=lambda: claims.waiters(parent, key, storage_options)):
             return url
         if time.monotonic() > deadline:
             return None
@@ -306,7 +308,8 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
                  max((r["seconds"] for r in rows), default=0.0))
         return describe(url, storage_options, key=key, created=True, seconds=seconds)
     log.info("another conversion published %s first; using it (this attempt was discarded)", url)
-    if not leases.acquire(url, storage_options, keep=keep):
+    if not leases.acquire(url, storage_options, keep=keep,
+                          waiters=lambda: claims.waiters(parent, key, storage_options)):
         return None
     return describe(url, storage_options, key=key, reused=True, seconds=seconds)
 
