@@ -1,4 +1,4 @@
-"""group_by_shard: one group per shard touched, local ids ascending, scatter positions."""
+"""group_by_shard: one group per shard touched, each in the chunk's order, scatter positions."""
 
 from __future__ import annotations
 
@@ -30,8 +30,19 @@ def test_matches_a_naive_grouping(rng, sizes_from):
         assert got == _naive(ids, sizes), sizes
         for g in groups:
             assert sizes[g.shard] > 0
-            assert np.all(np.diff(g.local_ids) >= 0)
+            assert np.all(np.diff(g.positions) > 0)  # the chunk's order, kept within a shard
             assert np.array_equal(ids[g.positions], g.local_ids + shard_offsets(sizes)[g.shard])
+        # the caller's shard numbers and ascending ids (cut into runs) give the same groups
+        known = group_by_shard(ids, shard_offsets(sizes),
+                               np.searchsorted(shard_offsets(sizes), ids, side="right") - 1)
+        assert _as_lists(known) == _as_lists(groups)
+        asc = np.sort(ids)
+        assert _as_lists(group_by_shard(asc, shard_offsets(sizes))) == _as_lists(
+            group_by_shard(asc, shard_offsets(sizes), np.searchsorted(shard_offsets(sizes), asc, side="right") - 1))
+
+
+def _as_lists(groups):
+    return [(g.shard, g.local_ids.tolist(), g.positions.tolist()) for g in groups]
 
 
 def test_scatter_rebuilds_the_order():
@@ -40,8 +51,8 @@ def test_scatter_rebuilds_the_order():
     groups = group_by_shard(ids, shard_offsets(sizes))
     assert [(g.shard, g.local_ids.tolist(), g.positions.tolist()) for g in groups] == [
         (0, [0, 3], [1, 5]),
-        (2, [0, 1], [3, 2]),
-        (4, [0, 1, 4], [4, 6, 0]),
+        (2, [1, 0], [2, 3]),
+        (4, [4, 0, 1], [0, 4, 6]),
     ]
 
 
@@ -69,8 +80,8 @@ def test_bad_input(ids, offsets, match):
 def test_many_shards_few_ids_and_few_shards_many_ids_agree():
     sizes = [3, 0, 2] * 40  # 120 shards
     offsets = shard_offsets(sizes)
-    few = np.array([199, 4, 0, 198, 3])  # fewer ids than shards: each id's shard is searched
-    many = np.tile(few, 100)  # more ids than shards: each shard's slice is searched
+    few = np.array([199, 4, 0, 198, 3])
+    many = np.tile(few, 100)
     shard_of = {i: int(np.searchsorted(offsets, i, side="right") - 1) for i in few.tolist()}
     expected = sorted(set(shard_of.values()))
     for ids in (few, many):
@@ -78,4 +89,12 @@ def test_many_shards_few_ids_and_few_shards_many_ids_agree():
         assert [g.shard for g in groups] == expected
         for g in groups:
             assert np.array_equal(ids[g.positions], g.local_ids + offsets[g.shard])
-            assert np.all(np.diff(g.local_ids) >= 0)
+            assert np.all(np.diff(g.positions) > 0)
+
+
+def test_more_shards_than_a_16_bit_key():
+    sizes = [1] * 70_000 + [5]
+    offsets = shard_offsets(sizes)
+    ids = np.array([70_003, 69_999, 1, 70_000, 0, 69_999])
+    assert _as_lists(group_by_shard(ids, offsets)) == [
+        (0, [0], [4]), (1, [0], [2]), (69_999, [0, 0], [1, 5]), (70_000, [3, 0], [0, 3])]

@@ -59,9 +59,7 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
 
 def chunk_shards(chunk: Any) -> list[int]:
     """The shards a chunk reads, in the order its samples first need them."""
-    shard_of = np.searchsorted(chunk.shard_offsets, chunk.ids, side="right") - 1
-    uniq, first = np.unique(shard_of, return_index=True)
-    return [int(s) for s in uniq[np.argsort(first, kind="stable")]]
+    return chunk.shards_in_need_order()
 
 
 def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ pickle (the block tables are rebuilt where it is used) so a loader hands it to i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ class Chunk:
     bounds: np.ndarray
     batch_indices: np.ndarray
     shard_offsets: np.ndarray
+    shards: np.ndarray | None = None
+    """Each id's shard, where the order knew it (shuffled); else found when grouping."""
 
     @property
     def num_batches(self) -> int:
@@ -49,8 +52,18 @@ class Chunk:
             yield self.batch(i)
 
     def by_shard(self) -> list[ShardGroup]:
-        """The chunk's ids grouped by shard: see :func:`group_by_shard`."""
-        return group_by_shard(self.ids, self.shard_offsets)
+        """The chunk's ids grouped by shard: see :func:`group_by_shard` (computed once)."""
+        return self._groups
+
+    def shards_in_need_order(self) -> list[int]:
+        """The shards the chunk reads, in the order its samples first need them."""
+        groups = self._groups
+        first = [int(g.positions[0]) for g in groups]
+        return [groups[i].shard for i in sorted(range(len(groups)), key=first.__getitem__)]
+
+    @functools.cached_property
+    def _groups(self) -> list[ShardGroup]:  # read ahead, then decoded: grouped once
+        return group_by_shard(self.ids, self.shard_offsets, self.shards)
 
 
 class EpochPlan:
@@ -147,8 +160,8 @@ class EpochPlan:
             k = np.arange(first, min(first + per_chunk, mine), dtype=np.int64)
             batches = w + k * nw
             pos, bounds = rank_positions(batches, **layout)
-            ids = self.order.take(pos)
-            yield Chunk(ids, bounds, batches, self.shard_offsets)
+            ids, shards = self.order.take_with_shards(pos)
+            yield Chunk(ids, bounds, batches, self.shard_offsets, shards)
 
     def _layout(self) -> dict[str, int | bool]:
         return {

@@ -42,6 +42,7 @@ class _Passes:
         self.start = start
         self.live: dict[int, Iterator[tuple[np.ndarray, ...]]] = {}
         self.ids = itertools.count()
+        self.held: dict[int, tuple[np.ndarray, ...]] = {}  # see next_group
         self.lock = threading.Lock()
 
     def open(self) -> np.int64:
@@ -54,18 +55,31 @@ class _Passes:
         return next(self.live[int(key)])  # StopIteration -> OutOfRange -> end of the pass
 
     def next_group(self, key: np.int64, size: int) -> tuple[np.ndarray, ...]:
-        """Up to ``size`` batches: each part concatenated, then the batches' row counts."""
-        batches = list(itertools.islice(self.live[int(key)], size))
-        if not batches:
-            raise StopIteration  # -> OutOfRange -> end of the pass
-        lengths = np.array([len(b[0]) for b in batches], dtype=np.int64)
+        """Up to ``size`` consecutive batches of one length: each part concatenated, then
+        ``[batches, rows per batch]`` (a batch of another length waits for the next call)."""
+        k = int(key)
+        it = self.live[k]
+        first = self.held.pop(k, None)
+        if first is None:
+            first = next(it)  # StopIteration -> OutOfRange -> end of the pass
+        batches, rows = [first], len(first[0])
+        while len(batches) < size:
+            b = next(it, None)
+            if b is None:
+                break
+            if len(b[0]) != rows:  # the short last batch of an epoch: a group of its own
+                self.held[k] = b
+                break
+            batches.append(b)
+        shape = np.array([len(batches), rows], dtype=np.int64)
         if len(batches) == 1:
-            return (*batches[0], lengths)
-        return (*(np.concatenate(col) for col in zip(*batches)), lengths)
+            return (*first, shape)
+        return (*(np.concatenate(col) for col in zip(*batches)), shape)
 
     def close(self, key: np.int64) -> np.int64:
         with self.lock:
             it = self.live.pop(int(key), None)
+            self.held.pop(int(key), None)
         close = getattr(it, "close", None)
         if close is not None:
             close()  # a generator's finally: stops the loader's decode threads
@@ -133,7 +147,7 @@ def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callab
              group: int) -> tf.data.Dataset:
     dtypes = [s.dtype for s in parts] + [tf.int64]
     rows = [tf.TensorSpec([None, *s.shape[1:]], s.dtype) for s in parts]
-    group_spec = (*rows, tf.TensorSpec([None], tf.int64))
+    group_spec = (*rows, tf.TensorSpec([2], tf.int64))
     size = np.int64(group)
 
     def fetch(key: tf.Tensor) -> Any:
@@ -141,18 +155,16 @@ def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callab
 
     @tf.autograph.experimental.do_not_convert
     def split(*flat: tf.Tensor) -> tf.data.Dataset:
-        cols, lengths = flat[:-1], flat[-1]
-        ends = tf.cumsum(lengths)
+        # [batches * rows, ...] -> [batches, rows, ...]: a reshape, no copy; then one slice each.
+        cols, shape = flat[:-1], flat[-1]
+        return tf.data.Dataset.from_tensor_slices(
+            tuple(tf.reshape(c, tf.concat([shape, tf.shape(c, out_type=tf.int64)[1:]], 0)) for c in cols))
 
-        @tf.autograph.experimental.do_not_convert
-        def cut(start: tf.Tensor, end: tf.Tensor) -> Any:
-            out = []
-            for col, spec in zip(cols, parts):
-                piece = col[start:end]
-                piece.set_shape(spec.shape)
-                out.append(piece)
-            return assemble(*out)
+    @tf.autograph.experimental.do_not_convert
+    def finish(*cols: tf.Tensor) -> Any:
+        for col, spec in zip(cols, parts):
+            col.set_shape(spec.shape)
+        return assemble(*cols)
 
-        return tf.data.Dataset.from_tensor_slices((ends - lengths, ends)).map(cut)
-
-    return _per_pass(passes, fetch, group_spec, lambda *flat: tuple(flat), group_spec).flat_map(split)
+    groups = _per_pass(passes, fetch, group_spec, lambda *flat: tuple(flat), group_spec)
+    return groups.flat_map(split).map(finish)
