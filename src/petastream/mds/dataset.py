@@ -208,23 +208,19 @@ class MDSDataset:
     def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""
         from petastream.mds.columns import scatter_columns
+        from petastream.stream.grouping import group_by_shard
 
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
             raise IndexError(f"sample ids out of range for a dataset of {len(self)} samples")
         if not len(ids):
             return self.read_shard(0, ids, columns) if self.shards else {}
-        shard_of = np.searchsorted(self.shard_offsets, ids, side="right") - 1
-        if shard_of[0] == shard_of[-1] and (shard_of == shard_of[0]).all():
-            s = int(shard_of[0])  # one shard: read in the order asked, straight into place
-            return self.read_shard(s, ids - self.shard_offsets[s], columns)
-        order = np.argsort(shard_of, kind="stable")
-        cuts = np.flatnonzero(np.diff(shard_of[order])) + 1
-        parts, positions = [], []
-        for sel in np.split(order, cuts):
-            s = int(shard_of[sel[0]])
-            parts.append(self.read_shard(s, ids[sel] - self.shard_offsets[s], columns))
-            positions.append(sel)
+        groups = group_by_shard(ids, self.shard_offsets)
+        if len(groups) == 1:  # one shard: read in the order asked, straight into place
+            g = groups[0]
+            return self.read_shard(g.shard, ids - self.shard_offsets[g.shard], columns)
+        parts = [self.read_shard(g.shard, g.local_ids, columns) for g in groups]
+        positions = [g.positions for g in groups]
         return scatter_columns(parts, positions, len(ids))
 
     # -- shard files -------------------------------------------------------------------------

@@ -109,6 +109,20 @@ def _index_gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, tot
     return data[idx]
 
 
+def _argsort_positions(starts: np.ndarray) -> np.ndarray:
+    """A stable argsort of non-negative byte positions.
+
+    Ranges come in a chunk's (shuffled) order and Arrow needs them laid out in buffer order;
+    positions in an MDS shard fit in 32 bits (its offsets are uint32), so two stable passes of
+    numpy's radix sort over 16-bit digits do it, ~4x faster than ``np.argsort`` (this runs once
+    per var-size column per shard per chunk, on the decode path).
+    """
+    if int(starts.max()) >= 1 << 32:
+        return np.argsort(starts, kind="stable")
+    order = np.argsort((starts & 0xFFFF).astype(np.uint16), kind="stable")
+    return order[np.argsort((starts[order] >> 16).astype(np.uint16), kind="stable")]
+
+
 def _arrow_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
     """Checked, non-empty ranges -> ``large_binary`` array of them in order; None if they overlap."""
     import pyarrow as pa
@@ -118,7 +132,7 @@ def _arrow_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
         order = None
         s, ln = starts, lengths
     else:
-        order = np.argsort(starts, kind="stable")
+        order = _argsort_positions(starts)
         s, ln = starts[order], lengths[order]
     # Repeats of one range (padding, repeated ids) become one element taken several times.
     keep = np.empty(n, dtype=bool)
