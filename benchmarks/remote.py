@@ -35,6 +35,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 BUCKET = "bench"
 
@@ -60,26 +62,39 @@ def child(args: argparse.Namespace) -> None:
     sampler.start()
     # Opened before the clock starts (imports, index.json), as Mosaic's and LitData's datasets.
     ds = MDSDataset(args.url, cache_dir=args.cache, cache_limit=args.limit or None)
-    epochs, rows = [], []
+    epochs, rows, scores = [], [], []
+    window = {"window": 1 << 18} if args.no_fit else {}  # explicit: the defaults, no cache fit
     for epoch in range(args.epochs):
         t = time.perf_counter()
         ld = loader(ds, args.batch, shuffle=True, seed=1, num_workers=args.workers,
-                    rank=args.rank, world_size=args.world)
+                    rank=args.rank, world_size=args.world, **window)
         ld.set_epoch(epoch)
-        rows.append(sum(len(b["id"]) for b in ld))
+        ids = [b["id"].numpy() for b in ld]
         epochs.append(time.perf_counter() - t)
+        rows.append(sum(len(b) for b in ids))
+        scores.append(shuffle_score(np.concatenate(ids)))
     stop.set()
     sampler.join()
-    print(json.dumps({"epochs": epochs, "rows": rows, "peak": peak[0]}), flush=True)
+    print(json.dumps({"epochs": epochs, "rows": rows, "peak": peak[0], "scores": scores,
+                      "window": ld.planner.window}), flush=True)
+
+
+def shuffle_score(ids: np.ndarray) -> float:
+    """Mean |id[k+1] - id[k]| over N/3: 1 for a uniform shuffle, 0 for sequential order."""
+    ids = ids.astype(np.float64)
+    return float(np.abs(np.diff(ids)).mean() / (len(ids) / 3))
 
 
 def _run_child(url: str, cache: str, env: dict, *, epochs: int = 2, rank: int = 0, world: int = 1,
-               limit: int | None = None, batch: int = 256, workers: int = 2) -> subprocess.Popen:
+               limit: int | None = None, batch: int = 256, workers: int = 2,
+               no_fit: bool = False) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "benchmarks.remote", "--child", "--url", url, "--cache", cache,
            "--epochs", str(epochs), "--rank", str(rank), "--world", str(world),
            "--batch", str(batch), "--workers", str(workers)]
     if limit:
         cmd += ["--limit", str(limit)]
+    if no_fit:
+        cmd.append("--no-fit")
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -151,6 +166,34 @@ def link_ceiling(proxy: Proxy, names: list[str]) -> float:
 # -- the parts -------------------------------------------------------------------------------------
 
 
+def petastream_cases(args: argparse.Namespace, url: str, raw: int, env: dict, proxy: Proxy, tmp: str,
+                     rep: int, results: dict) -> None:
+    """The petastream runs (``--cases``); a repeat's results are keyed ``name#2``, ``name#3``..."""
+    sfx = f"#{rep + 1}" if rep else ""
+    if "petastream" in args.cases:
+        proxy.reset()
+        res = _result(_run_child(url, f"{tmp}/c1{sfx}", env))
+        res["gets"] = sum(proxy.shard_gets().values())
+        results["petastream" + sfx] = res
+    for ranks in ((1, 2, 4) if "ranks" in args.cases and not rep else ()):
+        proxy.reset()
+        env_r = {**env, "LOCAL_WORLD_SIZE": str(ranks)}
+        procs = [_run_child(url, f"{tmp}/ranks{ranks}", env_r, epochs=1, rank=r, world=ranks,
+                            workers=1) for r in range(ranks)]
+        outs = [_result(p) for p in procs]
+        gets = proxy.shard_gets()
+        results[f"ranks{ranks}"] = {"gets": sum(gets.values()), "max_per_shard": max(gets.values()),
+                                    "shards_fetched": len(gets),
+                                    "errors": [o["error"] for o in outs if "error" in o]}
+    limit = raw // 4
+    for key, no_fit in (("limited", False), ("limited_nofit", True)):
+        if key in args.cases:
+            proxy.reset()
+            res = _result(_run_child(url, f"{tmp}/{key}{sfx}", env, limit=limit, no_fit=no_fit))
+            res.update(limit=limit, gets=sum(proxy.shard_gets().values()))
+            results[key + sfx] = res
+
+
 def remote_part(args: argparse.Namespace, results: dict) -> None:
     from tests.servers import moto_s3_server
 
@@ -164,8 +207,6 @@ def remote_part(args: argparse.Namespace, results: dict) -> None:
         s3fs.S3FileSystem(client_kwargs={"endpoint_url": moto}).mkdir(BUCKET)
         url = f"s3://{BUCKET}/ds"
         raw = args.rows * (row_bytes() + 4)
-        import numpy as np
-
         rows = make_rows(args.rows)
         rows["payload"] = np.array([r.tobytes() for r in rows["payload"]], dtype=object)  # 'bytes'
         shards = write_mds(rows, url, compression="zstd", hashes=["xxh3_64"],
@@ -181,25 +222,8 @@ def remote_part(args: argparse.Namespace, results: dict) -> None:
             results["link_ceiling_mbps"] = link_ceiling(proxy, names)
             env = _s3_env(proxy.url)
             with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
-                proxy.reset()
-                res = _result(_run_child(url, f"{tmp}/c1", env))
-                res["gets"] = sum(proxy.shard_gets().values())
-                results["petastream"] = res
-                for ranks in (1, 2, 4):
-                    proxy.reset()
-                    env_r = {**env, "LOCAL_WORLD_SIZE": str(ranks)}
-                    procs = [_run_child(url, f"{tmp}/ranks{ranks}", env_r, epochs=1, rank=r, world=ranks,
-                                        workers=1) for r in range(ranks)]
-                    outs = [_result(p) for p in procs]
-                    gets = proxy.shard_gets()
-                    results[f"ranks{ranks}"] = {"gets": sum(gets.values()), "max_per_shard": max(gets.values()),
-                                                "shards_fetched": len(gets),
-                                                "errors": [o["error"] for o in outs if "error" in o]}
-                proxy.reset()
-                limit = raw // 4
-                res = _result(_run_child(url, f"{tmp}/limited", env, limit=limit))
-                res.update(limit=limit, gets=sum(proxy.shard_gets().values()))
-                results["limited"] = res
+                for rep in range(args.repeat):  # interleaved repeats: the machine is contended
+                    petastream_cases(args, url, raw, env, proxy, tmp, rep, results)
                 if "mosaic" in args.peers:
                     proxy.reset()
                     results["mosaic"] = mosaic(url, f"{tmp}/mosaic", env, args)
@@ -297,13 +321,13 @@ def report(results: dict) -> str:
                      f"stored ({ds['raw_bytes'] / 1e6:.0f} MB raw); link ceiling measured: {ceiling:.0f} MB/s")
         lines.append(f"{'reader':<44} {'epoch 1 rows/s':>15} {'vs bound':>9} {'vs ceiling':>11} "
                      f"{'epoch 2 rows/s':>15} {'shard GETs':>11}")
-        for name, key in (("petastream (torch loader, 2 threads)", "petastream"),
-                          ("petastream, cache_limit = 1/4 dataset", "limited"),
-                          ("Mosaic StreamingDataset, 2 workers", "mosaic"),
-                          ("LitData StreamingDataset, 2 workers", "litdata")):
-            res = results.get(key)
-            if res is None:
-                continue
+        names = {"petastream": "petastream (torch loader, 2 threads)",
+                 "limited": "petastream, cache_limit = 1/4, fitted window",
+                 "limited_nofit": "petastream, cache_limit = 1/4, window 262144",
+                 "mosaic": "Mosaic StreamingDataset, 2 workers",
+                 "litdata": "LitData StreamingDataset, 2 workers"}
+        for key in [k for k in results if k.split("#")[0] in names]:
+            res, name = results[key], names[key.split("#")[0]] + (f" {key[key.index('#'):]}" if "#" in key else "")
             if "error" in res:
                 lines.append(f"{name:<44} {res['error'][:150]}")
                 continue
@@ -312,6 +336,12 @@ def report(results: dict) -> str:
             ceil_bound = ds["rows"] / (stored / (ceiling * 1e6)) if ceiling else 0
             e1, e2 = (ds["rows"] / s for s in res["epochs"][:2])
             extra = f"  (stored {stored / 1e6:.0f} MB)" if key == "litdata" else ""
+            if "scores" in res:
+                extra += f"  shuffle score {', '.join(f'{x:.2f}' for x in res['scores'])}, window {res['window']}"
+            if "limit" in res:
+                per = res["gets"] / (ds["shards"] * len(res["epochs"]))
+                extra += (f"  {per:.2f} GETs/shard/epoch, peak cache {res['peak'] / 1e6:.1f} of "
+                          f"{res['limit'] / 1e6:.1f} MB")
             lines.append(f"{name:<44} {e1:>15,.0f} {e1 / bound:>9.2f} {e1 / ceil_bound if ceil_bound else 0:>11.2f} "
                          f"{e2:>15,.0f} {res.get('gets', ''):>11}{extra}")
         for ranks in (1, 2, 4):
@@ -319,10 +349,6 @@ def report(results: dict) -> str:
             if r:
                 lines.append(f"{ranks} rank(s) on one node, one cache dir: {r['gets']} shard GETs for {ds['shards']} "
                              f"shards (max {r['max_per_shard']} per shard){'; ' + str(r['errors']) if r['errors'] else ''}")
-        lim = results.get("limited")
-        if lim and "error" not in lim:
-            lines.append(f"cache_limit {lim['limit'] / 1e6:.1f} MB (1/4 of {ds['raw_bytes'] / 1e6:.0f} MB raw): peak cache "
-                         f"{lim['peak'] / 1e6:.1f} MB over 2 epochs ({lim['peak'] / lim['limit']:.2f} of the limit)")
     for workload in ("tabular", "binary"):
         res = results.get(f"local_{workload}")
         if not res:
@@ -347,6 +373,11 @@ def main() -> None:
     p.add_argument("--peers", default="mosaic,litdata")
     p.add_argument("--local-rows", type=int, default=1_000_000)
     p.add_argument("--parts", default="remote,local")
+    p.add_argument("--cases", default="petastream,ranks,limited,limited_nofit",
+                   help="petastream runs of the remote part (limited_nofit: cache_limit with an "
+                        "explicit default window, i.e. no cache fit)")
+    p.add_argument("--repeat", type=int, default=1, help="run the petastream cases this many times, interleaved")
+    p.add_argument("--no-fit", action="store_true", help=argparse.SUPPRESS)
     # --child: one petastream reader (run by the parent)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--url")
@@ -361,6 +392,7 @@ def main() -> None:
         child(args)
         return
     args.peers = [x for x in args.peers.split(",") if x]
+    args.cases = [x for x in args.cases.split(",") if x]
     results: dict = {"load_before": os.getloadavg()}
     if "remote" in args.parts:
         remote_part(args, results)

@@ -248,12 +248,21 @@ class MDSDataset:
             raise IndexError(f"shard {i} out of range ({len(self.shards)} shards)")
         return self._open.get(i)
 
+    def is_loaded(self, i: int) -> bool:
+        """Whether shard ``i`` is mapped now: reading it will not wait for a download."""
+        return self._open.is_open(i)
+
     def local_raw_path(self, i: int) -> str:
         """Path of shard ``i``'s raw file on local disk (in place, or its cache entry, filled now
         if needed). The path is not pinned: a limited cache may evict it once unmapped."""
         self.shard(i)
         path = self._in_place[i]
         return path if path is not None else self.cache.path(self.sources.key(i))
+
+    def cached_shard_bytes(self) -> np.ndarray:
+        """Bytes each shard takes in the shard cache (raw, decompressed); 0 for shards mapped in place."""
+        return np.array([0 if self._in_place[i] is not None else self.sources.raw_bytes(i)
+                         for i in range(len(self.shards))], dtype=np.int64)
 
     def _cost(self, i: int) -> tuple[int, bool]:
         return self.sources.raw_bytes(i), self._in_place[i] is None

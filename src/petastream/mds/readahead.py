@@ -138,6 +138,11 @@ class OpenShards:
             self._trim()
             self._pump()
 
+    def is_open(self, i: int) -> bool:
+        """Whether shard ``i`` is mapped now (a read of it will not wait)."""
+        with self._lock:
+            return i in self._open
+
     def needed_soon(self) -> list[int]:
         """Shards loading or asked for, soonest first (loaded-unread ones are mapped: pinned)."""
         with self._lock:

@@ -13,7 +13,7 @@ and checks them in the background). Datasets without it are read on demand.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,8 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
     """Decode a chunk's samples into columns, in the chunk's order.
 
     A chunk inside one shard is read in its own order (each column gathered straight into
-    place); otherwise each shard's part is read in ascending id order and written into place.
+    place); otherwise each shard's part is read (in the chunk's order) and written into place,
+    the shards in the order they arrive (see :func:`_arrival_order`).
     """
     groups = chunk.by_shard()
     if not groups:
@@ -53,8 +54,23 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
     if len(groups) == 1:
         shard = groups[0].shard
         return ds.read_shard(shard, chunk.ids - ds.shard_offsets[shard], columns)
-    parts = [ds.read_shard(g.shard, g.local_ids, columns) for g in groups]
-    return scatter_columns(parts, [g.positions for g in groups], len(chunk.ids))
+    parts, positions = [], []
+    for g in _arrival_order(ds, groups, chunk_shards(chunk)):
+        parts.append(ds.read_shard(g.shard, g.local_ids, columns))
+        positions.append(g.positions)
+    return scatter_columns(parts, positions, len(chunk.ids))
+
+
+def _arrival_order(ds: MDSDataset, groups: list[Any], need: list[int]) -> Iterator[Any]:
+    """``groups``, each shard read as soon as it is loaded: a loaded one first, else the one
+    needed first (the read-ahead's order), so that decoding overlaps the downloads still running
+    and frees read-ahead room instead of waiting on one shard while others sit loaded."""
+    rank = {s: k for k, s in enumerate(need)}
+    todo = sorted(groups, key=lambda g: rank[g.shard])
+    loaded = getattr(ds, "is_loaded", None)
+    while todo:
+        k = next((j for j, g in enumerate(todo) if loaded(g.shard)), 0) if loaded is not None else 0
+        yield todo.pop(k)
 
 
 def chunk_shards(chunk: Any) -> list[int]:
@@ -69,18 +85,21 @@ def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any
             for name, col in block.items()}
 
 
-def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int) -> Iterator[Any]:
+def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
+               beyond: Callable[[Any], list[int]] | None = None) -> Iterator[Any]:
     """``chunks`` unchanged; before each is decoded, ``ds.prefetch`` is told the shards of it
-    and of the next ``depth`` chunks, in plan order. The whole window is told every time: the
-    shard cache treats shards no longer asked for as no longer needed soon (evictable)."""
+    and of the next ``depth`` chunks, in plan order, then ``beyond(last of those chunks)``.
+    The whole window is told every time: the shard cache treats shards no longer asked for as
+    no longer needed soon (evictable)."""
     prefetch = getattr(ds, "prefetch", None)
-    if prefetch is None or depth <= 0:
+    if prefetch is None or (depth <= 0 and beyond is None):
         yield from chunks
         return
     window: deque[tuple[Any, list[int]]] = deque()
 
     def emit() -> Any:
-        prefetch([s for _, shards in window for s in shards])
+        more = beyond(window[-1][0]) if beyond is not None else []
+        prefetch([s for _, shards in window for s in shards] + more)
         return window.popleft()[0]
 
     for chunk in chunks:
@@ -91,18 +110,33 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int) -> Iterator[An
         yield emit()
 
 
+def _next_windows(order: Any, count: int) -> Callable[[Any], list[int]]:
+    """For a chunk: the shards of the ``count`` shuffle windows after the one it ends in."""
+    def beyond(chunk: Any) -> list[int]:
+        k = chunk.last_position // order.window
+        return [s for j in range(k + 1, min(k + 1 + count, order.num_windows)) for s in order.window_shards(j)]
+    return beyond
+
+
 def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
                    columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
+                   max_chunk: int | None = None, ahead_windows: int = 0,
                    ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order.
 
     ``logical``: view columns as their logical dtypes (``ds.logical_dtypes``: Spark booleans
     stored as uint8 come back as bool); False gives the stored dtypes. ``readahead``: chunks
-    whose shards are announced to the dataset ahead of decoding (0: none).
+    whose shards are announced to the dataset ahead of decoding (0: none). ``max_chunk``: at most
+    this many samples per bulk read (a loader fitting a bounded cache, see
+    :func:`petastream.stream.budget.reach`); None: :func:`chunk_samples`. ``ahead_windows``:
+    also announce the shards of this many shuffle windows past each chunk's (read-ahead by
+    window, for a window fitted to a bounded cache).
     """
     dtypes = ds.logical_dtypes if logical else {}
-    chunks = plan.chunks(worker_id, num_workers, max_samples=chunk_samples(ds, plan.order.window))
-    for chunk in _announced(ds, chunks, readahead):
+    size = chunk_samples(ds, plan.order.window)
+    chunks = plan.chunks(worker_id, num_workers, max_samples=size if max_chunk is None else min(size, max_chunk))
+    beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
+    for chunk in _announced(ds, chunks, readahead, beyond):
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))

@@ -11,17 +11,22 @@ Adapters change three hooks: ``_convert`` (a picklable function run in the worke
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
+from petastream.pipeline.decode import chunk_samples
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.threads import ThreadRun
 from petastream.pipeline.work import PassWork
-from petastream.stream import EpochPlan, StreamPlanner
+from petastream.stream import CacheFit, EpochPlan, StreamPlanner, fit_to_cache
+from petastream.stream.budget import reach
 
 __all__ = ["BatchLoader"]
+
+log = logging.getLogger("petastream.pipeline")
 
 
 class BatchLoader:
@@ -34,6 +39,12 @@ class BatchLoader:
     columns come back as their logical dtypes (``dataset.logical_dtypes``, e.g. Spark booleans
     as bool); False keeps the stored ones (uint8). ``readahead``: chunks whose shards are
     announced to the dataset's cache ahead of decoding.
+
+    A shuffled read of a dataset that goes through a shard cache with a ``cache_limit`` smaller
+    than the dataset, with neither ``window`` nor ``block_size`` given, gets the window and
+    block size that fit the limit (:func:`~petastream.stream.fit_to_cache`: each shard is then
+    downloaded about once per epoch), and chunks and read-ahead that stay within one window;
+    ``self.cache_fit`` says what was chosen (None: the defaults).
     """
 
     superseded = "raise"  # what pulling a superseded iterator does (see EpochDriver)
@@ -75,8 +86,18 @@ class BatchLoader:
                     f"columns {unknown} are not in the dataset; it has {sorted(self.dataset.columns)}"
                 )
         extra = {k: v for k, v in (("block_size", block_size), ("window", window)) if v is not None}
+        self.cache_fit: CacheFit | None = None
+        if shuffle and not extra and self.dataset.cache_limit is not None:
+            self.cache_fit = fit_to_cache(self.dataset.shard_sizes, self.dataset.cached_shard_bytes(),
+                                          self.dataset.cache_limit)
+            if self.cache_fit is not None:
+                extra = {"block_size": self.cache_fit.block_size, "window": self.cache_fit.window}
+                log.info("shuffle window %d samples, block size %d, to fit the shard cache: %s",
+                         self.cache_fit.window, self.cache_fit.block_size, self.cache_fit.reason)
+        # A window we chose (not the user) follows a resumed state's, whatever this run chose.
         self.planner = StreamPlanner(self.dataset.shard_sizes, batch_size, shuffle=shuffle, seed=seed,
-                                     world_size=world_size, rank=rank, drop_last=drop_last, **extra)
+                                     world_size=world_size, rank=rank, drop_last=drop_last,
+                                     adopt_order=window is None and block_size is None, **extra)
         # An ended iteration gives back its shard maps and descriptors: a job that builds a
         # loader per evaluation must not run out of them (the next iteration reopens).
         self.driver = EpochDriver(self.planner, self._run_pass, num_epochs=num_epochs,
@@ -123,7 +144,24 @@ class BatchLoader:
     # -- one pass -----------------------------------------------------------------------------
     def _work(self, plan: EpochPlan) -> PassWork:
         return PassWork(self.dataset, plan, self.columns, self.transform, self._convert,
-                        self.logical_types, self.readahead)
+                        self.logical_types, *self._reach(plan, self.num_workers))
+
+    def _reach(self, plan: EpochPlan, num_workers: int) -> tuple[int, int | None, int]:
+        """``(readahead, max_chunk, ahead_windows)``: the defaults, or, fitting a bounded
+        cache, chunks and read-ahead within one window, and the next window announced."""
+        if self.cache_fit is None or not plan.order.shuffle:
+            return self.readahead, None, 0
+        window = plan.order.window
+        chunk, readahead, fits = reach(window, plan.batch_size, plan.world_size, num_workers,
+                                       chunk_samples(self.dataset, window), self.readahead)
+        if not fits:
+            log.warning("one batch per worker (%d x %d workers x %d ranks) spans more than the "
+                        "shuffle window of %d samples that fits cache_limit=%d: shards may be "
+                        "downloaded more than once per epoch; raise cache_limit or use fewer workers",
+                        plan.batch_size, num_workers, plan.world_size, window, self.dataset.cache_limit)
+        log.debug("window %d: chunks of at most %d samples per worker, read-ahead %d chunks and "
+                  "the next window", window, chunk, readahead)
+        return readahead, chunk, 1 if self.readahead else 0
 
     def _execute(self, work: PassWork) -> PassRun:
         return ThreadRun(work, work.num_batches, self.num_workers, self.prefetch)

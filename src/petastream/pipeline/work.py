@@ -29,6 +29,8 @@ class PassWork:
     convert: Callable[[Batch], Any] | None = None
     logical: bool = True
     readahead: int = 2
+    max_chunk: int | None = None  # most samples per worker's chunk (None: decode's default)
+    ahead_windows: int = 0  # shuffle windows past each chunk's whose shards are announced
 
     @property
     def num_batches(self) -> int:
@@ -37,7 +39,8 @@ class PassWork:
     def __call__(self, worker_id: int = 0, num_workers: int = 1) -> Iterator[tuple[int, Any]]:
         transform, convert = self.transform, self.convert
         for index, batch in decode_batches(self.dataset, self.plan, worker_id, num_workers,
-                                           self.columns, self.logical, self.readahead):
+                                           self.columns, self.logical, self.readahead,
+                                           self.max_chunk, self.ahead_windows):
             if transform is not None:
                 batch = transform(batch)
             yield index, (batch if convert is None else convert(batch))

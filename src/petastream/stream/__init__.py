@@ -16,6 +16,8 @@ Guarantees, for ``N`` samples, ``GBS = batch_size * world_size``:
   completed by wrapping to the start of G, so each sample appears once per epoch plus fewer
   than GBS padding repeats. ``world_size == 1`` never pads: the last batch is short.
 * **Workers.** Worker w of W takes the rank's batches t with ``t % W == w``.
+* **Bounded caches.** :func:`fit_to_cache` picks the window and block size whose working set
+  fits a shard cache's limit (the loaders use it when the user picks neither).
 * **Memory.** O(shards + blocks) metadata; O(window) per chunk; never O(N).
 * **Resumption.** ``state_dict()`` stores the epoch and the global samples consumed; loading it
   continues with exactly the unseen samples, also after changing world size, batch size or
@@ -25,6 +27,7 @@ Argument errors are ``ValueError`` / ``TypeError`` (they do not derive from Peta
 yet); out-of-range batch or window indices are ``IndexError``.
 """
 
+from petastream.stream.budget import CacheFit, fit_to_cache
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 from petastream.stream.order import DEFAULT_BLOCK_SIZE, DEFAULT_WINDOW, EpochOrder
 from petastream.stream.partition import count_batches, petastorm_shard_to_rank
@@ -36,12 +39,14 @@ __all__ = [
     "DEFAULT_WINDOW",
     "STATE_FORMAT",
     "STATE_VERSION",
+    "CacheFit",
     "Chunk",
     "EpochOrder",
     "EpochPlan",
     "ShardGroup",
     "StreamPlanner",
     "count_batches",
+    "fit_to_cache",
     "group_by_shard",
     "petastorm_shard_to_rank",
     "shard_offsets",

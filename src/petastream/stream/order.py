@@ -127,6 +127,25 @@ class EpochOrder:
             out[a : a + _PIECE], shards[a : a + _PIECE] = self._take_piece(positions[a : a + _PIECE])
         return out, shards
 
+    def window_shards(self, k: int) -> list[int]:
+        """The shards whose samples window ``k`` of G holds (the blocks of P's window k), in P
+        order: what a reader of that window needs, without computing its ids."""
+        lo = k * self.window
+        hi = min(lo + self.window, self.num_samples)
+        if not 0 <= lo < hi:
+            raise IndexError(f"window {k} is out of range; this epoch has {self.num_windows}")
+        if not self.shuffle:
+            offsets = np.concatenate([[0], np.cumsum(self.shard_sizes)])
+            first = np.array([lo, hi - 1], dtype=np.int64)
+            a, b = np.searchsorted(offsets, first, side="right") - 1
+            return [int(s) for s in range(a, b + 1) if self.shard_sizes[s]]
+        cum, _, block_shard = self._block_tables()
+        b0 = int(np.searchsorted(cum, lo, side="right")) - 1
+        b1 = int(np.searchsorted(cum, hi, side="left"))
+        shards = block_shard[b0:b1]  # the shard of each block in the window
+        _, first = np.unique(shards, return_index=True)
+        return [int(s) for s in shards[np.sort(first)]]
+
     def __iter__(self) -> Iterator[np.ndarray]:
         for k in range(self.num_windows):
             yield self.window_ids(k)

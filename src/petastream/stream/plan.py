@@ -26,13 +26,15 @@ class Chunk:
 
     ``ids`` are global sample ids; batch i of the chunk is ``ids[bounds[i]:bounds[i+1]]`` and is
     the rank's batch ``batch_indices[i]`` of the pass (0-based; one worker's batches are
-    ``worker_id, worker_id + num_workers, ...``).
+    ``worker_id, worker_id + num_workers, ...``). ``last_position``: the furthest position
+    of G it reads (which window it reaches; -1 when empty).
     """
 
     ids: np.ndarray
     bounds: np.ndarray
     batch_indices: np.ndarray
     shard_offsets: np.ndarray
+    last_position: int = -1
     shards: np.ndarray | None = None
     """Each id's shard, where the order knew it (shuffled); else found when grouping."""
 
@@ -161,7 +163,8 @@ class EpochPlan:
             batches = w + k * nw
             pos, bounds = rank_positions(batches, **layout)
             ids, shards = self.order.take_with_shards(pos)
-            yield Chunk(ids, bounds, batches, self.shard_offsets, shards)
+            yield Chunk(ids, bounds, batches, self.shard_offsets, int(pos.max()) if pos.size else -1,
+                        shards)
 
     def _layout(self) -> dict[str, int | bool]:
         return {

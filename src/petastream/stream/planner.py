@@ -20,11 +20,18 @@ keeps the progress (so the usual ``set_epoch`` call after ``load_state_dict`` re
 ``begin_pass`` moves to the next epoch when the current one is complete, so loops that never
 call ``set_epoch`` still see a fresh epoch (with a new order) on each iteration, never an empty
 one. A complete epoch stays complete in ``state_dict`` until the next pass begins.
+
+A state records the order's keys (``block_size`` and ``window`` among them). When the caller
+chose neither (``adopt_order=True``: a loader that sized the window to its shard cache, see
+:mod:`petastream.stream.budget`), a state saved with other values resumes with the saved ones,
+so the resumed run reads exactly the order the interrupted one would have; otherwise a
+different value is an error, never a silent change of order.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -38,10 +45,13 @@ from petastream.stream.plan import Chunk, EpochPlan
 
 __all__ = ["STATE_FORMAT", "STATE_VERSION", "StreamPlanner"]
 
+log = logging.getLogger("petastream.stream")
+
 STATE_FORMAT = "petastream.stream"
 STATE_VERSION = 1
 # Keys that define G: a state saved with other values would resume into a different order.
 _ORDER_KEYS = ("num_samples", "shards_digest", "shuffle", "seed", "block_size", "window")
+_ADOPTABLE = ("block_size", "window")  # chosen for the run (adopt_order): a saved state's values win
 
 
 class StreamPlanner:
@@ -60,7 +70,9 @@ class StreamPlanner:
         world_size: int = 1,
         rank: int = 0,
         drop_last: bool = False,
+        adopt_order: bool = False,
     ) -> None:
+        self.adopt_order = bool(adopt_order)
         self._order = EpochOrder(
             shard_sizes, shuffle=shuffle, seed=seed, epoch=epoch,
             block_size=block_size, window=window,
@@ -206,7 +218,11 @@ class StreamPlanner:
             )
         mine = self._order_facts()
         keys = _ORDER_KEYS if self.shuffle else ("num_samples", "shards_digest", "shuffle")
+        adopted = {}
         for key in keys:
+            if self.adopt_order and key in _ADOPTABLE and state.get(key) != mine[key]:
+                adopted[key] = positive(f"state[{key!r}]", state.get(key), "a shuffle parameter")
+                continue
             if state.get(key) != mine[key]:
                 raise ValueError(
                     f"state was saved with {key}={state.get(key)!r} but this planner has "
@@ -220,6 +236,15 @@ class StreamPlanner:
                 f"state['samples_consumed'] is {consumed}, outside [0, {self.num_samples}]; "
                 "the state is corrupt or from another dataset"
             )
+        if adopted:
+            log.info("resuming with the state's %s (this run had chosen %s)", adopted,
+                     {k: mine[k] for k in adopted})
+            o = self._order
+            self._order = EpochOrder(
+                o.shard_sizes, shuffle=o.shuffle, seed=o.seed, epoch=o.epoch,
+                block_size=adopted.get("block_size", o.block_size),
+                window=adopted.get("window", o.window),
+            )  # fmt: skip
         self._goto(epoch, consumed)
 
     # -- internals ----------------------------------------------------------------------------

@@ -121,6 +121,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         ld.driver.check_nonempty()
         w, workers = worker_slot()
         ld.planner.start_epoch(self._ledger.begin(w, workers))
-        work = PassWork(ld.dataset, ld.planner.plan(), ld.columns, ld.transform, to_tensors,
-                        ld.logical_types, ld.readahead)
+        plan = ld.planner.plan()
+        work = PassWork(ld.dataset, plan, ld.columns, ld.transform, to_tensors,
+                        ld.logical_types, *ld._reach(plan, workers))
         return (batch for _, batch in work(w, workers))

@@ -1,0 +1,157 @@
+"""A shuffle that fits a bounded shard cache: the window, block size and read-ahead reach.
+
+A shuffled epoch reads, at any time, the blocks of the windows its current positions fall in
+(window k of G is a permutation of window k of the permuted blocks P, see
+:mod:`petastream.stream.order`), plus what its read-ahead announces. With a window larger than
+the cache holds, every chunk touches shards the cache has just evicted: each shard is
+downloaded many times per epoch. Mosaic bounds its shuffle block by its cache for the same
+reason.
+
+:func:`fit_to_cache` picks, from the dataset and the limit only (so every rank of a job picks
+the same, and the order stays a pure function of its arguments):
+
+* ``block_size`` = the largest shard's sample count: blocks are whole shards, the fewest shards
+  per window (shards no larger than the default block give the default blocks, hence the same
+  block permutation);
+* ``window`` = the largest (at most :data:`~petastream.stream.order.DEFAULT_WINDOW`) for which
+  the shards two consecutive windows overlap (the reader's current one and the next its
+  read-ahead reaches into), whatever the block permutation, take at most the limit less one
+  largest shard (:func:`span_bytes`). That last shard of room is the slack a fill needs while
+  a shard just read is still mapped.
+
+:func:`reach` then bounds a loader's chunks and read-ahead so that its positions in use (the
+chunks being decoded plus the ones announced ahead) stay within one window. The smallest
+workable limit is :data:`MIN_SHARDS` of the largest shard; below it :func:`fit_to_cache` raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from petastream.errors import InvalidArgumentError
+from petastream.stream._checks import positive, shard_sizes_array
+from petastream.stream.order import DEFAULT_WINDOW
+
+__all__ = ["CacheFit", "MIN_SHARDS", "fit_to_cache", "reach", "span_bytes"]
+
+MIN_SHARDS = 3
+_EXACT_SIZES = 1000  # distinct shard sizes up to which span_bytes solves the subset-sum exactly
+"""Shards a limited cache must hold for a shuffled read: the one read, the next, one of slack."""
+
+
+@dataclass(frozen=True)
+class CacheFit:
+    """What :func:`fit_to_cache` chose and why (``reason`` is one line for the log)."""
+
+    block_size: int
+    window: int
+    working_bytes: int  # most cache bytes the shards of two consecutive windows take
+    reason: str
+
+
+def span_bytes(block_samples: Sequence[int] | np.ndarray, block_bytes: Sequence[int] | np.ndarray,
+               length: int) -> int:
+    """An upper bound on the bytes of the blocks a run of ``length`` consecutive positions of P
+    overlaps, whatever the block order: two end blocks (each at most the largest), and between
+    them whole blocks whose samples sum to at most ``length - 2`` (the largest such sum, found
+    exactly by a subset-sum over the block sizes) at the densest bytes per sample."""
+    samples = np.asarray(block_samples, dtype=np.int64)
+    nbytes = np.asarray(block_bytes, dtype=np.int64)
+    keep = samples > 0
+    samples, nbytes = samples[keep], nbytes[keep]
+    if length <= 0 or not samples.size:
+        return 0
+    biggest = int(nbytes.max())
+    if length == 1:
+        return biggest
+    density = float((nbytes / samples).max())
+    inside = _largest_subset_sum(samples, length - 2)
+    return min(int(nbytes.sum()), 2 * biggest + int(np.ceil(inside * density)))
+
+
+def _largest_subset_sum(sizes: np.ndarray, cap: int) -> int:
+    """The largest sum of a sub-multiset of ``sizes`` that is at most ``cap`` (a bitset over
+    ``[0, cap]`` in a Python int; equal sizes in binary-split groups: O(distinct sizes x log))."""
+    if cap <= 0:
+        return 0
+    values, counts = np.unique(sizes, return_counts=True)
+    if values.size > _EXACT_SIZES:  # bound it by the capacity itself (no longer exact)
+        return cap
+    mask = (1 << (cap + 1)) - 1
+    bits = 1
+    for value, count in zip(values.tolist(), counts.tolist()):
+        if value > cap:
+            break
+        count = min(count, cap // value)
+        group = 1
+        while count > 0:
+            take = min(group, count)
+            bits = (bits | (bits << (value * take))) & mask
+            count -= take
+            group *= 2
+    return bits.bit_length() - 1
+
+
+def fit_to_cache(
+    shard_sizes: Sequence[int] | np.ndarray,
+    shard_bytes: Sequence[int] | np.ndarray,
+    cache_limit: int,
+) -> CacheFit | None:
+    """The shuffle that fits ``cache_limit`` bytes of cache (None: the whole dataset fits, the
+    defaults do too). ``shard_bytes``: each shard's size in the cache (raw, decompressed; 0
+    for shards read in place). Raises :class:`InvalidArgumentError` below :data:`MIN_SHARDS`."""
+    sizes = shard_sizes_array(shard_sizes)
+    nbytes = np.asarray(shard_bytes, dtype=np.int64)
+    limit = positive("cache_limit", cache_limit, "bytes of shard cache")
+    cached = nbytes[sizes > 0]
+    if not cached.size or int(cached.sum()) <= limit:
+        return None
+    biggest = int(cached.max())
+    room = limit // biggest
+    if room < MIN_SHARDS:
+        raise InvalidArgumentError(
+            f"cache_limit={_mb(limit)} is too small to shuffle this dataset: its largest shard is "
+            f"{_mb(biggest)} in the cache (decompressed), so the limit holds {room} of them, and a "
+            f"shuffled read needs at least {MIN_SHARDS} (the shard it reads, the next one, one being "
+            f"replaced) = {_mb(MIN_SHARDS * biggest)}. Raise cache_limit to {_mb(MIN_SHARDS * biggest)} "
+            "or more, or pass window= and block_size= (each shard is then downloaded more than "
+            "once per epoch), or shuffle=False"
+        )
+    samples, nbytes = sizes[sizes > 0], cached
+    n, budget = int(samples.sum()), limit - biggest  # one shard of slack for a fill
+    lo, hi = 1, min(n, DEFAULT_WINDOW)  # the largest window whose two-window span fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if span_bytes(samples, nbytes, min(n, 2 * mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    working = span_bytes(samples, nbytes, min(n, 2 * lo))
+    reason = (f"cache_limit={_mb(limit)}, shards of up to {_mb(biggest)} cached: whole-shard blocks "
+              f"and a window of {lo} samples keep the shards of two consecutive windows within "
+              f"{_mb(working)}, one shard below the limit (the dataset: {sizes.size} shards, "
+              f"{_mb(int(nbytes.sum()))} cached)")
+    return CacheFit(block_size=int(sizes.max()), window=lo, working_bytes=working, reason=reason)
+
+
+def reach(window: int, batch_size: int, world_size: int, workers: int, chunk: int,
+          readahead: int) -> tuple[int, int, bool]:
+    """``(chunk, readahead, fits)``: a worker's chunk (samples, whole batches) and read-ahead
+    (chunks) no larger than asked, such that the positions of G a loader works on at once,
+    ``(1 + readahead) * chunk * workers * world_size``, stay within one ``window`` (then they
+    overlap at most two windows). Read-ahead is kept first (it keeps the link busy), the chunk
+    shrinks to one batch; ``fits`` is False when even that is larger than the window."""
+    per_round = batch_size * world_size * max(1, workers)  # positions of one batch per worker
+    want = max(1, chunk // batch_size)
+    for r in range(readahead, -1, -1):
+        batches = window // ((1 + r) * per_round)
+        if batches >= 1:
+            return min(want, batches) * batch_size, r, True
+    return batch_size, 0, False
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
