@@ -96,14 +96,16 @@ class Reader:
         loader's window (or ``shuffling_queue_capacity`` rows, if larger): at least Petastorm's
         mixing, at the native loader's speed. Without them, a shuffling queue still shuffles
         within windows of its capacity (shards in a permuted order, each kept whole); with
-        neither, the order is sequential.
+        neither, the order is sequential. The native window is left to the loader (``window=None``),
+        so that a ``cache_limit`` smaller than the dataset gets the loader's cache-fitted shuffle
+        (each shard downloaded once per epoch) instead of a window that would re-download.
         """
         from petastream.stream import DEFAULT_WINDOW
 
         capacity = int(shuffling_queue_capacity or 0)
         shuffle, window, block_size = self.shuffle, None, None
         if self.shuffle:
-            window = max(DEFAULT_WINDOW, capacity)
+            window = capacity if capacity > DEFAULT_WINDOW else None  # None: the loader's default
         elif capacity > 1:
             shuffle, window, block_size = True, capacity, 1 << 62  # blocks are cut at shard ends
         spec = self.transform_spec
