@@ -24,10 +24,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--impls", default="petastorm,petastream-compat", help="comma-separated")
     args = p.parse_args()
     paths = prepare("tabular", args.rows, make_data("tabular", args.rows))
     results = {}
     for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
+        if impl not in args.impls.split(","):
+            results[impl] = {"error": "not run"}
+            continue
         cache = os.path.join(paths["root"], f"cache-{impl}-shuffle")
         results[impl] = peer_envs.run_runner(
             "shuffle_quality.py", ["--impl", impl, "--parquet", paths["parquet"], "--cache-dir", cache,

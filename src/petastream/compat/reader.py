@@ -94,9 +94,11 @@ class Reader:
         queue mixes them. So: when the reader shuffles (``shuffle_row_groups``, the default, or
         ``shuffle_rows``), blocks of samples are permuted and shuffled within the native
         loader's window (or ``shuffling_queue_capacity`` rows, if larger): at least Petastorm's
-        mixing, at the native loader's speed. Without them, a shuffling queue still shuffles
-        within windows of its capacity (shards in a permuted order, each kept whole); with
-        neither, the order is sequential. The native window is left to the loader (``window=None``),
+        mixing, at the native loader's speed. Without them, a shuffling queue still shuffles:
+        Petastorm's queue takes a whole row group at a time (its buffer grows past its capacity
+        to hold one) and carries ``capacity`` rows into the next, so its rows mix across about a
+        row group plus the capacity; here the window is the largest shard plus the capacity
+        (shards in a permuted order, each kept whole). With neither, the order is sequential. The native window is left to the loader (``window=None``),
         so that a ``cache_limit`` smaller than the dataset gets the loader's cache-fitted shuffle
         (each shard downloaded once per epoch) instead of a window that would re-download.
         """
@@ -107,7 +109,8 @@ class Reader:
         if self.shuffle:
             window = capacity if capacity > DEFAULT_WINDOW else None  # None: the loader's default
         elif capacity > 1:
-            shuffle, window, block_size = True, capacity, 1 << 62  # blocks are cut at shard ends
+            largest = int(max(self.dataset.shard_sizes, default=0))
+            shuffle, window, block_size = True, largest + capacity, 1 << 62  # blocks: whole shards
         spec = self.transform_spec
         return dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
