@@ -2,7 +2,8 @@
 
 ``df.write.parquet`` is what Petastorm's converter does. Same cached DataFrame, same local[2]
 session. Workloads: 'tabular' (id long, 16-float array, int label) and 'binary' (the same plus
-a 256-byte binary payload and a short string). After one warm-up run of each variant, the
+a 256-byte binary payload and a short string); codecs zstd:1 (the default), zstd (level 3)
+and none. After one warm-up run of each variant, the
 variants run interleaved for ``--rounds`` rounds (the machine is shared: a slow moment hits
 every variant of a round alike); each row reports the best time and, in its note, the median
 of its per-round ratios to the parquet run of the same round.
@@ -24,6 +25,7 @@ from benchmarks.harness import Result
 NAME = "materialize"
 PARQUET = "spark df.write.parquet (snappy)"
 WORKLOADS = ("tabular", "binary")
+CODECS = ("zstd:1", "zstd", None)  # materialize's default (level 1), level 3, none
 
 
 def dataframe(spark: Any, workload: str, n: int) -> Any:
@@ -81,9 +83,10 @@ def run(args: argparse.Namespace) -> list[Result]:
             shutil.rmtree(parent, ignore_errors=True)
             return seconds
 
-        variants = {PARQUET: parquet,
-                    "petastream materialize (zstd)": lambda tag: mds(tag, "zstd"),
-                    "petastream materialize (uncompressed)": lambda tag: mds(tag, None)}
+        variants = {PARQUET: parquet}
+        for codec in CODECS:
+            variants[f"petastream materialize ({codec or 'uncompressed'})"] = (
+                lambda tag, codec=codec: mds(tag, codec))
         times: dict[str, list[float]] = {v: [] for v in variants}
         for v, fn in variants.items():
             fn(f"warm-{len(times[v])}")
