@@ -112,9 +112,8 @@ class TaskWriter:
         )
 
     def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
-        """Arrow columns -> what each column's encoding takes (no per-row Python work except
-        for decimal and json columns). Under ``fill`` Spark filled the scalar columns; the
-        array columns are filled here."""
+        """Arrow columns -> what each column's encoding takes (no per-row Python work). Under
+        ``fill`` Spark filled the scalar columns; the array columns are filled here."""
         out = {}
         for i, plan in enumerate(plans):
             arr = batch.column(i)
@@ -220,17 +219,19 @@ def _temporal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
     return ns.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-def _decimal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
-    values = np.empty(len(arr), dtype=object)
-    values[:] = arr.to_pylist()
-    return values
-
-
-def _json(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+def _decimal(plan: Any, arr: Any, fill: bool) -> Any:
+    """Arrow's decimal text (the same as ``str(Decimal)``, exponent notation included) as
+    already-encoded bytes: no Python object per row."""
     import pyarrow as pa
 
-    # Spark's to_json text is the encoded value as is (a bytes value is written unchanged).
-    return arr.cast(pa.large_binary()).to_numpy(zero_copy_only=False)
+    return arr.cast(pa.string()).cast(pa.large_binary())
+
+
+def _json(plan: Any, arr: Any, fill: bool) -> Any:
+    import pyarrow as pa
+
+    # Spark's to_json text is the encoded value as is (binary = already encoded: no loop).
+    return arr.cast(pa.large_binary())
 
 
 def _list(plan: Any, arr: Any, fill: bool) -> Any:
