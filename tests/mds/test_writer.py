@@ -108,6 +108,30 @@ def test_mixed_per_sample_and_bulk_writes_give_identical_bytes(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+def test_arrow_binary_values_are_taken_as_already_encoded(tmp_path):
+    from decimal import Decimal
+
+    cols = {"d": "str_decimal", "j": "json", "v": "ndarray:int16", "i": "int32"}
+    rows = [{"d": Decimal(i).scaleb(-9 + i % 12), "j": {"k": [i, "x" * (i % 4)]},
+             "v": np.arange(1 + i % 3, dtype=np.int16), "i": np.int32(i)} for i in range(40)]
+    with MDSWriter(columns=cols, out=str(tmp_path / "a"), size_limit=500) as w:
+        for r in rows:
+            w.write(r)
+    encoded = {
+        "d": pa.array([str(r["d"]).encode() for r in rows], pa.large_binary()),
+        "j": pa.chunked_array([[json.dumps(r["j"]).encode() for r in rows]], pa.binary()),
+        # ndarray:int16: a header byte (ndim 1 << 2 | shape code 0 = uint8 dims), the dim, values
+        "v": pa.array([bytes([4, len(r["v"])]) + r["v"].tobytes() for r in rows], pa.binary()),
+        "i": np.arange(40, dtype=np.int32),
+    }
+    with MDSWriter(columns=cols, out=str(tmp_path / "b"), size_limit=500) as w:
+        w.write_columns(encoded)
+    for name in os.listdir(tmp_path / "a"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    got = petastream.open(str(tmp_path / "b"))
+    assert [got[i]["d"] for i in range(40)] == [r["d"] for r in rows]
+
+
 def test_write_mds_infers_encodings_from_arrow_and_numpy(tmp_path):
     table = pa.table({
         "id": pa.array(range(4), pa.int64()),

@@ -190,7 +190,7 @@ def test_null_scalar_error_names_column_and_count(spark, cache_dir):
     assert not glob.glob(f"{cache_dir}/*/index.json") + glob.glob(f"{cache_dir}/.*/index.json")
 
 
-def test_null_error_with_arrays_is_found_before_the_write(spark, cache_dir):
+def test_null_error_with_arrays_names_the_column_and_count(spark, cache_dir):
     df = spark.createDataFrame([(0, [1.0, None]), (1, None), (2, [2.0, 3.0])], "id long, a array<double>")
     with pytest.raises(NullValuesError, match=r"'a': 2 row\(s\)"):
         materialize(df, cache_dir)

@@ -259,11 +259,12 @@ def _check_dtype(dtype: Any) -> None:
 
 
 def _default_codec(parent_cache_dir_url: str) -> str | None:
-    """``compression_codec=None``: uncompressed on a local disk, zstd where bytes travel."""
+    """``compression_codec=None``: uncompressed on a local disk, zstd level 1 where bytes
+    travel (materialize's default: as small as level 3 on float and binary data, 2x faster)."""
     from petastream.mds.storage import _local_path, is_remote_mount
 
     path = _local_path(parent_cache_dir_url)
-    return None if path is not None and not is_remote_mount(path) else "zstd"
+    return None if path is not None and not is_remote_mount(path) else "zstd:1"
 
 
 def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,

@@ -57,8 +57,12 @@ class Encoding:
     def encode_column(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
         """Encode a whole column to ``(offsets int64[n+1], data uint8[...])``.
 
-        The generic path loops over values; ``bytes``/``str`` override it with Arrow.
+        The generic path loops over values; ``bytes``/``str`` override it with Arrow. An Arrow
+        binary array is taken as already encoded (as :func:`encode_value` takes a ``bytes``
+        value), straight from its buffers: no loop.
         """
+        if _is_arrow_binary(values):
+            return _arrow_encode(values, "binary", None)
         parts = [encode_value(self, v) for v in values]
         return _pack(parts)
 
@@ -86,6 +90,15 @@ class Encoding:
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name}>"
+
+
+def _is_arrow_binary(values: Any) -> bool:
+    if not type(values).__module__.startswith("pyarrow"):
+        return False
+    import pyarrow as pa
+
+    return isinstance(values, (pa.Array, pa.ChunkedArray)) and (
+        pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type))
 
 
 def _pack(parts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

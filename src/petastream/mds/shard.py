@@ -30,7 +30,7 @@ from petastream.errors import CorruptShardError, EncodingError
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
 
-__all__ = ["build_shard", "ShardData"]
+__all__ = ["build_shard", "shard_parts", "ShardData"]
 
 # What a value's decoder raises on damaged bytes: bad UTF-8 or JSON (ValueError), bad
 # numbers (ValueError, decimal's ArithmeticError), our own checks (EncodingError).
@@ -40,6 +40,12 @@ _DECODE_ERRORS = (EncodingError, ValueError, ArithmeticError)
 def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> bytes:
     """Assemble shard bytes from the sample payloads (one buffer, or a list of buffers that
     concatenate to them: joined once, with no intermediate copy) and their sizes."""
+    return b"".join(shard_parts(config_json, sample_sizes, payload))
+
+
+def shard_parts(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> list[Any]:
+    """The shard's bytes as buffers that concatenate to them (header, config, payloads):
+    what :func:`build_shard` joins, for a writer that can write or hash them one by one."""
     n = len(sample_sizes)
     header = np.empty(n + 2, dtype="<u4")
     header[0] = n
@@ -52,7 +58,7 @@ def build_shard(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> b
         raise CorruptShardError(f"a shard of {offsets[-1]} bytes exceeds the 4 GiB MDS limit; lower size_limit")
     header[1:] = offsets
     parts = payload if isinstance(payload, list) else [payload]
-    return b"".join((header.tobytes(), config_json, *(memoryview(p).cast("B") for p in parts)))
+    return [header.tobytes(), config_json, *(memoryview(p).cast("B") for p in parts)]
 
 
 class ShardData:

@@ -160,15 +160,18 @@ class Location:
         else:
             self.fs.makedirs(self.path, exist_ok=True)
 
-    def write_bytes_atomic(self, name: str, data: bytes | memoryview) -> None:
-        """Write ``name`` so that it appears complete or not at all."""
+    def write_bytes_atomic(self, name: str, data: bytes | memoryview | list[Any]) -> None:
+        """Write ``name`` so that it appears complete or not at all. ``data`` may be a list
+        of buffers that concatenate to the content (written one after the other locally)."""
         target = self._join(name)
+        parts = data if isinstance(data, list) else [data]
         if self.is_local:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             tmp = f"{target}.tmp-{uuid.uuid4().hex[:12]}"
             try:
                 with open(tmp, "wb") as f:
-                    f.write(data)
+                    for part in parts:
+                        f.write(part)
                 os.replace(tmp, target)
             except BaseException:
                 if os.path.exists(tmp):
@@ -179,7 +182,7 @@ class Location:
             if parent and not self.fs.exists(parent):
                 self.fs.makedirs(parent, exist_ok=True)
             # One PUT: object stores never show a partial object.
-            self.fs.pipe_file(target, bytes(data))
+            self.fs.pipe_file(target, b"".join(parts) if len(parts) > 1 else bytes(parts[0]))
 
     def remove(self, name: str) -> None:
         target = self._join(name)

@@ -26,8 +26,7 @@ from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
 from petastream.mds.index import dump_index, shard_basename
 from petastream.mds.layout import ColumnLayout, parse_size_limit
-from petastream.mds.segments import copy_segments
-from petastream.mds.shard import build_shard
+from petastream.mds.shard import shard_parts
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["MDSWriter", "write_mds"]
@@ -178,22 +177,31 @@ class MDSWriter:
         self._pending += len(sizes)
 
     def flush(self) -> None:
-        """Write the pending samples as one shard (even if there are none)."""
+        """Write the pending samples as one shard (even if there are none). Uncompressed,
+        the shard's parts are hashed and written one after the other (never joined)."""
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
-        raw = build_shard(self._config_json, sizes, self._segments)
-        self._segments = []  # the blocks are in raw now: let them go before writing
+        parts = shard_parts(self._config_json, sizes, self._segments)
+        self._segments = []
         index = len(self.shards)
         raw_name = shard_basename(index, None)
-        raw_data = {"basename": raw_name, "bytes": len(raw),
-                    "hashes": {h: hashing.hexdigest(h, raw) for h in self.hashes}}
         zip_data = None
         if self.codec is not None:
+            raw = b"".join(parts)
+            del parts  # the blocks are in raw now: let them go before compressing
+            _release_arrow_memory()  # they were Arrow buffers, held by its pool until released
+            raw_data = {"basename": raw_name, "bytes": len(raw),
+                        "hashes": {h: hashing.hexdigest(h, raw) for h in self.hashes}}
             packed = self.codec.compress(raw)
+            del raw
             zip_data = {"basename": shard_basename(index, self.codec.extension), "bytes": len(packed),
                         "hashes": {h: hashing.hexdigest(h, packed) for h in self.hashes}}
             self.location.write_bytes_atomic(zip_data["basename"], packed)
         else:
-            self.location.write_bytes_atomic(raw_name, raw)
+            raw_data = {"basename": raw_name, "bytes": sum(len(p) for p in parts),
+                        "hashes": {h: _digest(h, parts) for h in self.hashes}}
+            self.location.write_bytes_atomic(raw_name, parts)
+            del parts
+            _release_arrow_memory()
         self.shards.append({**self.config, "raw_data": raw_data, "samples": len(sizes),
                             "zip_data": zip_data})
         self._reset()
@@ -232,6 +240,13 @@ class MDSWriter:
 
 _BLOCK_BYTES = 1 << 26  # encoded bytes per block when shards are unbounded
 _FIRST_BLOCK_ROWS = 1024  # rows encoded before the row size is known
+
+
+def _digest(name: str, parts: list[Any]) -> str:
+    h = hashing.hasher(name)
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
 
 
 def _release_arrow_memory() -> None:
@@ -301,48 +316,55 @@ def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
 
 
 def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Encode n rows to concatenated sample payloads (uint8) and their sizes."""
+    """Encode n rows to concatenated sample payloads (uint8) and their sizes.
+
+    All fixed-size: one structured array. Otherwise every column becomes an Arrow
+    ``large_binary`` array of its per-row bytes (fixed columns and the per-sample length
+    header as ``(n, size)`` byte matrices, zero copy) and Arrow's ``binary_join_element_wise``
+    interleaves them row by row in one pass in C++ (no per-byte index, no Python loop).
+    """
     if layout.all_fixed:
         table = np.empty(n, dtype=layout.fixed_dtype())
         for name, enc in zip(layout.names, layout.encodings):
             table[name] = _fixed_column(name, enc, cols[name], n)
         return table.view(np.uint8), np.full(n, table.dtype.itemsize, dtype=np.int64)
-    encoded: list[tuple[np.ndarray | None, np.ndarray, np.ndarray | None]] = []
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts: list[Any] = []
     var_lengths = []
-    sizes = np.zeros(n, dtype=np.int64)
     for name, enc in zip(layout.names, layout.encodings):
         if enc.size is not None:
             arr = _fixed_column(name, enc, cols[name], n)
             mat = np.ascontiguousarray(arr, dtype=enc.dtype.base).view(np.uint8).reshape(n, enc.size)
-            encoded.append((None, mat, None))
-            sizes += enc.size
+            parts.append(_rows_as_binary(mat))
         else:
             try:
                 offsets, data = enc.encode_column(cols[name])
             except EncodingError as e:
                 raise EncodingError(f"column {name!r}: {e}") from e
-            lengths = np.diff(offsets)
-            encoded.append((offsets, data, lengths))
-            var_lengths.append(lengths)
-            sizes += lengths
-    nvar = len(var_lengths)
-    sizes += 4 * nvar
-    starts = np.zeros(n, dtype=np.int64)
-    np.cumsum(sizes[:-1], out=starts[1:])
-    out = np.empty(int(sizes.sum()), dtype=np.uint8)
-    if nvar:
-        header = np.stack(var_lengths, axis=1).astype("<u4").view(np.uint8)  # (n, 4*nvar)
-        out[starts[:, None] + np.arange(4 * nvar)] = header
-    pos = starts + 4 * nvar
-    for offsets, data, lengths in encoded:
-        if offsets is None:
-            size = data.shape[1]
-            out[pos[:, None] + np.arange(size)] = data
-            pos = pos + size
-        else:
-            copy_segments(out, pos, data.reshape(-1), offsets[:-1] - offsets[0], lengths)
-            pos = pos + lengths
-    return out, sizes
+            var_lengths.append(np.diff(offsets))
+            parts.append(pa.Array.from_buffers(
+                pa.large_binary(), n,
+                [None, pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
+                 pa.py_buffer(data.reshape(-1))]))
+    header = np.stack(var_lengths, axis=1).astype("<u4").view(np.uint8)  # (n, 4 * nvar)
+    joined = pc.binary_join_element_wise(_rows_as_binary(header), *parts,
+                                         pa.scalar(b"", pa.large_binary()))
+    _, off_buf, data_buf = joined.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64)[joined.offset : joined.offset + n + 1]
+    out = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return out, np.diff(offsets)
+
+
+def _rows_as_binary(mat: np.ndarray) -> Any:
+    """An ``(n, k)`` uint8 matrix as a ``large_binary`` Arrow array of its rows (no copy)."""
+    import pyarrow as pa
+
+    n, k = mat.shape
+    offsets = np.arange(0, (n + 1) * k, k, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), n,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(mat.reshape(-1))])
 
 
 def write_mds(

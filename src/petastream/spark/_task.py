@@ -5,11 +5,22 @@ attempt: partition id, Spark's task attempt id and a random suffix, so speculati
 attempts never share a directory), then that sub-directory's ``index.json`` last, and returns
 one small row (partition, sub, samples, shards, bytes, seconds). No data goes back to the
 driver. A task with no rows writes nothing and reports ``sub=''``.
+
+Array columns left to the tasks (``kind='list_auto'``, the default one-pass mode) are decided
+on the task's first non-empty batch: one length ``n`` over its non-null arrays gives
+``ndarray:<dtype>:<n>``, several lengths give ``ndarray:<dtype>``; the task reports its choice
+(``encodings``) and the driver checks that all tasks agree. Nulls inside arrays, and with a
+fixed length null arrays too, are filled here under ``null_policy='fill'``. A task fails, with
+a marker the driver recognises in Spark's exception text, on: a null it may not fill
+(:data:`NULL_MARKER`), an empty array (:data:`EMPTY_MARKER`: the ndarray encoding cannot store
+one), a length other than the fixed one (:data:`LENGTH_MARKER`), or a first batch whose arrays
+are all null under ``'fill'`` (:data:`UNKNOWN_MARKER`: no length to fill them to).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +30,8 @@ import numpy as np
 
 from petastream.errors import EncodingError
 
-__all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER"]
+__all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER", "EMPTY_MARKER",
+           "UNKNOWN_MARKER", "marked", "find_marked"]
 
 RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes long, "
                  "seconds double, encodings string")
@@ -27,6 +39,10 @@ RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes lon
 NULL_MARKER = "petastream-null-values"
 #: Prefix of the task error for an array length that differs from the one the task chose.
 LENGTH_MARKER = "petastream-length-changed"
+#: Prefix of the task error for an empty array (the ndarray encoding needs >= 1 element).
+EMPTY_MARKER = "petastream-empty-arrays"
+#: Prefix of the task error for a first batch of null arrays only, under null_policy='fill'.
+UNKNOWN_MARKER = "petastream-length-unknown"
 
 _NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _NS_PER_DAY = 86_400 * 1_000_000_000
@@ -66,7 +82,7 @@ class TaskWriter:
                 if batch.num_rows == 0:
                     continue
                 if writer is None:
-                    plans = _resolve_auto(plans, batch)
+                    plans = _resolve_auto(plans, batch, self.fill)
                     columns = {p.name: p.encoding for p in plans}
                 cols = self.convert(plans, batch)
                 if writer is None:
@@ -96,12 +112,12 @@ class TaskWriter:
         )
 
     def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
-        """Arrow columns -> what each column's encoding takes (no per-row Python work except
-        for decimal and json columns)."""
+        """Arrow columns -> what each column's encoding takes (no per-row Python work). Under
+        ``fill`` Spark filled the scalar columns; the array columns are filled here."""
         out = {}
         for i, plan in enumerate(plans):
             arr = batch.column(i)
-            if not self.fill or plan.kind in ("list", "list_fixed"):
+            if not self.fill:
                 _check_nulls(plan, arr)
             try:
                 out[plan.name] = _CONVERT[plan.kind](plan, arr, self.fill)
@@ -110,9 +126,20 @@ class TaskWriter:
         return out
 
 
-def _resolve_auto(plans: list[Any], batch: Any) -> list[Any]:
-    """``array_lengths='optimistic'``: an array column whose first batch has one length n
-    (and no nulls) is written as fixed-size n, otherwise as variable-length."""
+def marked(marker: str, name: str) -> str:
+    """``marker`` and the column name, as :func:`find_marked` reads them back."""
+    return f"{marker} {json.dumps(name)}"
+
+
+def find_marked(marker: str, text: str) -> str | None:
+    """The column named after ``marker`` in ``text`` (Spark's exception text), or None."""
+    found = re.search(re.escape(marker) + r' ("(?:[^"\\]|\\.)*")', text)
+    return json.loads(found.group(1)) if found else None
+
+
+def _resolve_auto(plans: list[Any], batch: Any, fill: bool) -> list[Any]:
+    """Decide the ``list_auto`` columns on the task's first batch: one length n over its
+    non-null arrays -> fixed-size n, several -> variable-length."""
     import pyarrow.compute as pc
 
     from petastream.spark.schema import with_length
@@ -122,13 +149,11 @@ def _resolve_auto(plans: list[Any], batch: Any) -> list[Any]:
         if p.kind != "list_auto":
             out.append(p)
             continue
-        arr = batch.column(i)
-        length = None
-        if not arr.null_count:
-            lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
-            if len(lengths) and lengths.min() == lengths.max() > 0:
-                length = int(lengths[0])
-        out.append(with_length(p, length))
+        lo, hi = (pc.min_max(pc.list_value_length(batch.column(i))).as_py()[k] for k in ("min", "max"))
+        if lo is None and fill:
+            raise EncodingError(f"{marked(UNKNOWN_MARKER, p.name)}: column {p.name!r}: the first "
+                                "batch holds null arrays only")
+        out.append(with_length(p, lo if lo is not None and lo == hi and lo > 0 else None))
     return out
 
 
@@ -138,6 +163,34 @@ def _check_nulls(plan: Any, arr: Any) -> None:
         n = arr.flatten().null_count
     if n:
         raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
+
+
+def _valid_lengths(plan: Any, arr: Any) -> np.ndarray:
+    """Array lengths, -1 for a null array; an empty array fails the task."""
+    import pyarrow.compute as pc
+
+    lengths = pc.list_value_length(arr)
+    if arr.null_count:
+        lengths = pc.fill_null(lengths, -1)
+    lengths = lengths.to_numpy(zero_copy_only=False)
+    if (lengths == 0).any():
+        raise EncodingError(f"{marked(EMPTY_MARKER, plan.name)}: column {plan.name!r} holds empty arrays")
+    return lengths
+
+
+def _filled_values(plan: Any, arr: Any, fill: bool) -> Any:
+    """The values of the non-null arrays, nulls among them filled (NaN, 0, False)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = arr.flatten()
+    if values.null_count:
+        if not fill:
+            raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
+        t = values.type
+        value = float("nan") if pa.types.is_floating(t) else False if pa.types.is_boolean(t) else 0
+        values = pc.fill_null(values, pa.scalar(value, t))
+    return values
 
 
 def _plain(plan: Any, arr: Any, fill: bool) -> Any:
@@ -166,39 +219,52 @@ def _temporal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
     return ns.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-def _decimal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
-    values = np.empty(len(arr), dtype=object)
-    values[:] = arr.to_pylist()
-    return values
-
-
-def _json(plan: Any, arr: Any, fill: bool) -> np.ndarray:
+def _decimal(plan: Any, arr: Any, fill: bool) -> Any:
+    """Arrow's decimal text (the same as ``str(Decimal)``, exponent notation included) as
+    already-encoded bytes: no Python object per row."""
     import pyarrow as pa
 
-    # Spark's to_json text is the encoded value as is (a bytes value is written unchanged).
-    return arr.cast(pa.large_binary()).to_numpy(zero_copy_only=False)
+    return arr.cast(pa.string()).cast(pa.large_binary())
+
+
+def _json(plan: Any, arr: Any, fill: bool) -> Any:
+    import pyarrow as pa
+
+    # Spark's to_json text is the encoded value as is (binary = already encoded: no loop).
+    return arr.cast(pa.large_binary())
 
 
 def _list(plan: Any, arr: Any, fill: bool) -> Any:
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    if arr.null_count:  # no length to fill a null array to
+        raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null arrays")
+    _valid_lengths(plan, arr)
+    if arr.flatten().null_count:
+        values = _filled_values(plan, arr, fill)
+        offsets = arr.offsets
+        arr = type(arr).from_arrays(pc.subtract(offsets, offsets[0]), values)
     if pa.types.is_boolean(arr.type.value_type):
         arr = arr.cast(pa.large_list(pa.uint8()))
     return arr
 
 
 def _list_fixed(plan: Any, arr: Any, fill: bool) -> np.ndarray:
-    import pyarrow.compute as pc
-
     n = plan.length
-    lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
-    if len(lengths) and (lengths != n).any():
-        bad = int(lengths[lengths != n][0])
-        raise EncodingError(f"{LENGTH_MARKER}: expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
-                            f"found one of length {bad}; the data changed since the lengths were "
-                            "inferred, or pass array_lengths={column: None}")
-    flat = arr.flatten().to_numpy(zero_copy_only=False)
-    return flat.astype(np.dtype(plan.elem_dtype), copy=False).reshape(len(arr), n)
+    lengths = _valid_lengths(plan, arr)
+    bad = (lengths != n) & (lengths >= 0)
+    if bad.any():
+        raise EncodingError(f"{marked(LENGTH_MARKER, plan.name)}: expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
+                            f"found one of length {int(lengths[bad][0])}; the data changed since the "
+                            "lengths were inferred, or pass array_lengths={column: None}")
+    dtype = np.dtype(plan.elem_dtype)
+    flat = _filled_values(plan, arr, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    if not arr.null_count:
+        return flat.reshape(len(arr), n)
+    out = np.full((len(arr), n), np.nan if dtype.kind == "f" else 0, dtype=dtype)
+    out[lengths >= 0] = flat.reshape(-1, n)
+    return out
 
 
 _CONVERT = {"plain": _plain, "date": _temporal, "timestamp": _temporal, "decimal": _decimal,

@@ -32,22 +32,27 @@ Dates and timestamps are int64 nanoseconds since the Unix epoch, as Petastorm's 
 delivers them (``datetime64[ns]`` viewed as int64); the range is therefore 1677-09-21 ..
 2262-04-11, and a value outside it fails the write with the column named.
 
-Array lengths: a fixed-size encoding needs one length over the whole DataFrame, known before
-any task writes (every shard of a dataset shares one column layout). ``array_lengths='infer'``
-(default) runs one aggregate job over the array columns (``min/max(size(col))`` and their null
-counts) before the write; ``'optimistic'`` lets each task pick the length of its first batch
-and the driver check that every task agreed, writing again with a variable encoding only when
-they did not (one pass when lengths are fixed, two when they vary); ``'dynamic'`` always
-writes variable-length arrays; a mapping ``{column: n}`` fixes lengths by hand (``None`` =
-variable; the other array columns are inferred). The ndarray encoding cannot store empty
-arrays: a column holding one is an error.
+Array lengths: a fixed-size encoding needs one length over the whole DataFrame (every shard of
+a dataset shares one column layout). ``array_lengths='optimistic'`` (default) writes in one
+pass: each task takes the length of its first batch's non-null arrays (fixed ``n`` when they
+all have one length, variable otherwise) and the driver checks, before anything is published,
+that every task chose the same; where they did not, or a task met another length later, the
+column is written again as variable-length (the first attempt is discarded, never read). A
+task whose first batch holds only null arrays under ``null_policy='fill'`` has no length to
+fill them to: that column is then decided by ``'infer'`` and written again. ``'infer'`` runs
+one aggregate job over the array columns (``min/max(size(col))`` and their null counts) before
+the write; ``'dynamic'`` always writes variable-length arrays; a mapping ``{column: n}`` fixes
+lengths by hand (``None`` = variable; the other array columns are decided in one pass). The
+ndarray encoding cannot store empty arrays: a column holding one is an error, found by the
+tasks (one pass) or by the aggregate (``'infer'``).
 
 Nulls: MDS has no null. ``null_policy='error'`` (default) fails naming the columns and their
 null counts; ``'fill'`` fills: 0 for integers, decimals, booleans (False), dates and timestamps
 (the epoch); NaN for floats; ``""`` for strings; ``b""`` for binary; JSON ``null`` for json
 columns; null elements inside arrays as their scalar type; a null array as ``n`` fill values
 when the column has the fixed length ``n`` (a null array in a variable-length column stays an
-error).
+error). Scalar columns are filled by Spark (``coalesce``), array columns by the tasks (they
+know the length).
 """
 
 from __future__ import annotations
@@ -58,7 +63,8 @@ from typing import Any
 
 from petastream.spark._errors import NullValuesError, UnsupportedColumnError
 
-__all__ = ["ColumnPlan", "prepare", "infer_lengths", "apply_fill", "check_dtype"]
+__all__ = ["ColumnPlan", "prepare", "infer_lengths", "infer_columns", "apply_fill", "check_dtype",
+           "ARRAY_LENGTHS"]
 
 _DTYPES = ("float32", "float64")
 _NUMERIC = {
@@ -190,6 +196,9 @@ def _convert_precision(col: Any, dt: Any, dtype: str | None) -> tuple[Any, Any]:
     return col, dt
 
 
+ARRAY_LENGTHS = ("optimistic", "infer", "dynamic")
+
+
 def infer_lengths(
     df: Any,
     plans: list[ColumnPlan],
@@ -197,18 +206,19 @@ def infer_lengths(
     *,
     count_nulls: bool,
 ) -> tuple[list[ColumnPlan], dict[str, int] | None]:
-    """Decide fixed or variable encodings for array columns. ``'infer'`` runs one aggregate
-    job over the array columns only (Spark prunes the others); ``'optimistic'`` leaves them
-    to the tasks (``kind='list_auto'``). Returns the plans and, when the aggregate ran and
-    ``count_nulls``, the null counts of the array columns (else None)."""
+    """Decide fixed or variable encodings for array columns. ``'optimistic'`` (and the
+    columns a mapping leaves out) leaves them to the tasks (``kind='list_auto'``); ``'infer'``
+    runs one aggregate job over the array columns only (Spark prunes the others). Returns the
+    plans and, when the aggregate ran and ``count_nulls``, the null counts of the array
+    columns (else None)."""
     given: Mapping[str, int | None] = {}
     if isinstance(array_lengths, Mapping):
-        given, mode = array_lengths, "infer"
-    elif array_lengths in ("infer", "dynamic", "optimistic"):
+        given, mode = array_lengths, "optimistic"
+    elif array_lengths in ARRAY_LENGTHS:
         mode = array_lengths
     else:
         raise ValueError(
-            f"array_lengths={array_lengths!r}: use 'infer', 'optimistic', 'dynamic' or a mapping"
+            f"array_lengths={array_lengths!r}: use 'optimistic', 'infer', 'dynamic' or a mapping"
         )
     names = {p.name for p in plans}
     unknown = set(given) - names
@@ -216,46 +226,58 @@ def infer_lengths(
         raise ValueError(f"array_lengths names columns the DataFrame lacks: {sorted(unknown)}")
     lists = [p for p in plans if p.kind == "list"]
     todo = [p for p in lists if p.name not in given] if mode == "infer" else []
-    stats: dict[str, Any] = {}
-    nulls: dict[str, int] | None = None
-    if todo:
-        F, _ = _functions(df)
-        aggs = []
-        for p in todo:
-            c = F.col(quote(p.name))
-            size = F.when(c.isNotNull(), F.size(c))
-            aggs += [F.min(size).alias(f"min_{len(aggs)}"), F.max(size).alias(f"max_{len(aggs)}")]
-        if count_nulls:  # only the columns read anyway; scalar nulls are caught by the tasks
-            aggs += _null_count_exprs(F, todo)
-        row = df.agg(*aggs).collect()[0]
-        values = list(row)
-        for i, p in enumerate(todo):
-            stats[p.name] = (values[2 * i], values[2 * i + 1])
-        if count_nulls:
-            nulls = dict(zip([p.name for p in todo], values[2 * len(todo):]))
+    stats, nulls = _length_stats(df, todo, count_nulls) if todo else ({}, None)
     out = []
     for p in plans:
         if p.kind != "list":
             out.append(p)
-            continue
-        length: int | None
-        if p.name in given:
-            length = given[p.name]
+        elif p.name in given:
+            out.append(with_length(p, given[p.name]))
         elif mode == "optimistic":
             out.append(ColumnPlan(p.name, p.encoding, "list_auto", None, p.elem_dtype, p.spark_type))
-            continue
         elif p.name in stats:
-            lo, hi = stats[p.name]
-            if lo == 0:
-                raise UnsupportedColumnError(
-                    f"column {p.name!r}: some arrays are empty, and the MDS ndarray encoding cannot "
-                    f"store empty arrays; filter them out (size({p.name}) > 0) or pad them"
-                )
-            length = lo if lo is not None and lo == hi else None
+            out.append(_decided(p, *stats[p.name]))
         else:
-            length = None
-        out.append(with_length(p, length))
+            out.append(with_length(p, None))
     return out, nulls
+
+
+def infer_columns(df: Any, plans: list[ColumnPlan], names: list[str]) -> list[ColumnPlan]:
+    """The plans with the array columns ``names`` decided by one aggregate job (as
+    ``'infer'``), the others unchanged: the one-pass mode's fallback."""
+    todo = [p for p in plans if p.name in names]
+    stats, _ = _length_stats(df, todo, count_nulls=False)
+    return [_decided(p, *stats[p.name]) if p.name in stats else p for p in plans]
+
+
+def _length_stats(df: Any, todo: list[ColumnPlan], count_nulls: bool
+                  ) -> tuple[dict[str, tuple[Any, Any]], dict[str, int] | None]:
+    """``{column: (min size, max size)}`` over the non-null arrays, and the null counts."""
+    F, _ = _functions(df)
+    aggs = []
+    for p in todo:
+        c = F.col(quote(p.name))
+        size = F.when(c.isNotNull(), F.size(c))
+        aggs += [F.min(size).alias(f"min_{len(aggs)}"), F.max(size).alias(f"max_{len(aggs)}")]
+    if count_nulls:  # only the columns read anyway; scalar nulls are caught by the tasks
+        aggs += _null_count_exprs(F, todo)
+    values = list(df.agg(*aggs).collect()[0])
+    stats = {p.name: (values[2 * i], values[2 * i + 1]) for i, p in enumerate(todo)}
+    nulls = dict(zip([p.name for p in todo], values[2 * len(todo):])) if count_nulls else None
+    return stats, nulls
+
+
+def _decided(p: ColumnPlan, lo: int | None, hi: int | None) -> ColumnPlan:
+    if lo == 0:
+        raise empty_error(p.name)
+    return with_length(p, lo if lo is not None and lo == hi else None)
+
+
+def empty_error(name: str) -> UnsupportedColumnError:
+    return UnsupportedColumnError(
+        f"column {name!r}: some arrays are empty, and the MDS ndarray encoding cannot store "
+        f"empty arrays; filter them out (size({name}) > 0) or pad them"
+    )
 
 
 def with_length(p: ColumnPlan, length: int | None) -> ColumnPlan:
@@ -298,8 +320,9 @@ def null_error(nulls: Mapping[str, int]) -> NullValuesError:
 
 
 def apply_fill(df: Any, plans: list[ColumnPlan]) -> Any:
-    """``null_policy='fill'``: replace nulls by the documented fill values (dates and
-    timestamps are filled in the task, after their conversion to int64)."""
+    """``null_policy='fill'``: replace nulls in the scalar columns by the documented fill
+    values (dates and timestamps are filled in the task, after their conversion to int64, and
+    array columns too, once the task knows their length)."""
     F, _ = _functions(df)
     schema = {f.name: f.dataType for f in df.schema.fields}
     exprs = []
@@ -308,20 +331,10 @@ def apply_fill(df: Any, plans: list[ColumnPlan]) -> Any:
         dt = schema[p.name]
         if p.kind == "json":
             c = F.coalesce(c, F.lit("null"))
-        elif p.kind in ("list", "list_fixed", "list_auto"):
-            elem_fill = _fill_literal(F, dt.elementType)
-            c = F.transform(c, _coalesce_with(F, elem_fill))
-            if p.kind == "list_fixed":
-                c = F.coalesce(c, F.array_repeat(elem_fill, p.length))
         elif p.kind in ("plain", "decimal"):
             c = F.coalesce(c, _fill_literal(F, dt))
         exprs.append(c.alias(p.name))
     return df.select(*exprs)
-
-
-def _coalesce_with(F: Any, fill: Any) -> Any:
-    # One parameter exactly: F.transform passes the element index to a second one.
-    return lambda x: F.coalesce(x, fill)
 
 
 def _fill_literal(F: Any, dt: Any) -> Any:
