@@ -38,8 +38,8 @@ from petastream.stream.order import DEFAULT_WINDOW
 __all__ = ["CacheFit", "MIN_SHARDS", "fit_to_cache", "reach", "span_bytes"]
 
 MIN_SHARDS = 3
-_EXACT_SIZES = 1000  # distinct shard sizes up to which span_bytes solves the subset-sum exactly
 """Shards a limited cache must hold for a shuffled read: the one read, the next, one of slack."""
+_EXACT_SIZES = 1000  # distinct shard sizes up to which span_bytes solves the subset-sum exactly
 
 
 @dataclass(frozen=True)
