@@ -38,6 +38,15 @@ def spark_session(cache_url: str, conf_key: str):
     return spark
 
 
+def session_and_frame(impl: str, parquet: str, cache_dir: str, drop: list[str] = ()):
+    """``(spark, df, make_spark_converter)``: a local[2] session whose converter cache dir is
+    ``cache_dir``, and the workload's Parquet read as a DataFrame (``drop`` columns dropped)."""
+    SparkDatasetConverter, make_spark_converter = converter_api(impl)
+    spark = spark_session("file://" + os.path.abspath(cache_dir), SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF)
+    df = spark.read.parquet("file://" + os.path.abspath(parquet))
+    return spark, (df.drop(*drop) if drop else df), make_spark_converter
+
+
 def row_groups(cache_dir: str) -> tuple[int, int]:
     """Files and row groups the converter wrote (its shuffle permutes row groups only)."""
     import pyarrow.parquet as pq
@@ -69,12 +78,7 @@ def main() -> None:
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        SparkDatasetConverter, make_spark_converter = converter_api(args.impl)
-        spark = spark_session("file://" + os.path.abspath(args.cache_dir),
-                              SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF)
-        df = spark.read.parquet("file://" + os.path.abspath(args.parquet))
-        if args.drop:
-            df = df.drop(*args.drop)
+        spark, df, make_spark_converter = session_and_frame(args.impl, args.parquet, args.cache_dir, args.drop)
         t = time.perf_counter()
         converter = make_spark_converter(df)
         materialize_s = time.perf_counter() - t

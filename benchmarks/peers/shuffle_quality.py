@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 from _common import BATCH, describe, emit
-from petastorm_epoch import converter_api, row_groups, spark_session
+from petastorm_epoch import row_groups, session_and_frame
 
 
 def score(ids: np.ndarray) -> float:
@@ -37,10 +37,7 @@ def main() -> None:
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        SparkDatasetConverter, make_spark_converter = converter_api(args.impl)
-        spark = spark_session("file://" + os.path.abspath(args.cache_dir),
-                              SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF)
-        df = spark.read.parquet("file://" + os.path.abspath(args.parquet))
+        spark, df, make_spark_converter = session_and_frame(args.impl, args.parquet, args.cache_dir)
         converter = make_spark_converter(df)
     except Exception as e:  # noqa: BLE001 - reported, not raised
         emit(error=f"failed to materialize: {describe(e)}")

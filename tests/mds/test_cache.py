@@ -312,15 +312,8 @@ def test_dataset_five_times_the_limit_trains_within_it(tmp_path, monkeypatch):
 
 
 @pytest.mark.timeout(300)
-def test_shuffled_loader_with_two_threads_under_a_tight_limit(tmp_path, monkeypatch):
-    """A shuffled plan asks for every shard at once: the read-ahead window is larger than the
-    cache, and eviction must still make room (the furthest-needed first), within the limit."""
-    from petastream.pipeline import BatchLoader
-
-    url = _write(str(tmp_path / "ds"), n=12_000, size_limit=60_000)
-    raw = sum(s["raw_data"]["bytes"] for s in petastream.open(url).shards)
-    limit = raw // 4
-    monkeypatch.setattr(ShardCache, "full_timeout", 20.0)  # a regression fails fast, not in 5 min
+def watch_peak(monkeypatch) -> list[int]:
+    """``[bytes]``: the cache's size after each of its space decisions, at its largest."""
     peak = [0]
     orig = ShardCache._make_room
 
@@ -330,6 +323,19 @@ def test_shuffled_loader_with_two_threads_under_a_tight_limit(tmp_path, monkeypa
         return ok
 
     monkeypatch.setattr(ShardCache, "_make_room", watched)
+    return peak
+
+
+def test_shuffled_loader_with_two_threads_under_a_tight_limit(tmp_path, monkeypatch):
+    """A shuffled plan asks for every shard at once: the read-ahead window is larger than the
+    cache, and eviction must still make room (the furthest-needed first), within the limit."""
+    from petastream.pipeline import BatchLoader
+
+    url = _write(str(tmp_path / "ds"), n=12_000, size_limit=60_000)
+    raw = sum(s["raw_data"]["bytes"] for s in petastream.open(url).shards)
+    limit = raw // 4
+    monkeypatch.setattr(ShardCache, "full_timeout", 20.0)  # a regression fails fast, not in 5 min
+    peak = watch_peak(monkeypatch)
     ds = petastream.open(url, cache_dir=str(tmp_path / "c"), cache_limit=limit)
     for epoch in range(2):
         ids = np.concatenate([b["id"] for b in BatchLoader(ds, 500, shuffle=True, seed=epoch, num_workers=2)])

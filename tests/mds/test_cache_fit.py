@@ -9,25 +9,10 @@ import pytest
 
 import petastream
 from petastream.errors import InvalidArgumentError
-from petastream.mds.cache import ShardCache
 from petastream.pipeline import BatchLoader
-from tests.mds.test_cache import _write
+from tests.mds.test_cache import _write, watch_peak
 
 N_ROWS = 6000
-
-
-def _peak(monkeypatch):
-    """The cache's size after each of its space decisions, at its largest."""
-    peak = [0]
-    orig = ShardCache._make_room
-
-    def watched(self, need, lim):
-        ok = orig(self, need, lim)
-        peak[0] = max(peak[0], self.usage().total_bytes + (need if ok else 0))
-        return ok
-
-    monkeypatch.setattr(ShardCache, "_make_room", watched)
-    return peak
 
 
 def _epochs(ds, epochs, **kwargs):
@@ -45,7 +30,7 @@ def test_a_quarter_sized_cache_fetches_each_shard_about_once_per_epoch(recorded_
     shards, raw = probe.num_shards, int(probe.cached_shard_bytes().sum())
     limit = raw // 3
     assert shards >= 10 and limit >= 4 * max(probe.cached_shard_bytes())
-    peak = _peak(monkeypatch)
+    peak = watch_peak(monkeypatch)
     # Chunks of ~700 rows, as large rows would have (a chunk is capped by its decoded bytes): a
     # shuffled epoch is then many chunks, each touching most shards.
     monkeypatch.setattr("petastream.pipeline.decode._MAX_CHUNK_BYTES", 64_000)
