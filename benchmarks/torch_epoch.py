@@ -5,7 +5,8 @@ array column, int32 label) and 'binary' (adds a 256-byte payload and a short str
 rows for every reader, in one run. Rows:
 
 * floor: numpy permutation + gather + ``torch.from_numpy`` over arrays already in memory;
-* petastream ``torch.loader`` with 1 and 2 decode threads (warm-up, then best of 3);
+* petastream ``torch.loader`` with 1 and 2 decode threads, built once and iterated once per
+  epoch as a training loop does (warm-up, then best of 3);
 * petastream's compat façade and Petastorm's converter: the same script
   (``benchmarks/peers/petastorm_epoch.py``), Petastorm's in its own env;
 * Mosaic Streaming's ``StreamingDataset`` + ``DataLoader`` over the same MDS files, in its env.
@@ -17,7 +18,6 @@ without its env is reported 'unavailable: <why>'.
 from __future__ import annotations
 
 import argparse
-import functools
 
 import numpy as np
 
@@ -37,8 +37,8 @@ def floor(data: dict[str, np.ndarray]) -> float:
     return bench.torch_floor(data, BATCH)[1]  # shared with `petastream bench`
 
 
-def petastream_epoch(url: str, workers: int) -> tuple[int, float]:
-    return bench.torch_epoch(url, BATCH, workers)
+def petastream_epochs(url: str, workers: int) -> bench.EpochFn:
+    return bench.torch_epochs(url, BATCH, workers)  # one loader, iterated once per epoch
 
 
 def peer_result(bench: str, n: int, variant: str, res: dict, note: str) -> Result:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> list[Result]:
         del data
         for workers in (1, 2):
             results.append(epoch_result(bench, f"petastream loader, {workers} thread(s)", n,
-                                        functools.partial(petastream_epoch, paths["mds"], workers)))
+                                        petastream_epochs(paths["mds"], workers)))
         for variant, res, note in peer_envs.converter_epochs("torch", workload, paths, n, args):
             results.append(peer_result(bench, n, variant, res, note))
         mosaic = peer_envs.mosaic_epoch(paths, n, args)

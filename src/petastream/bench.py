@@ -7,8 +7,9 @@ then batched with a random permutation and handed to the framework (``torch.from
 ``tf.convert_to_tensor``) — what a loader would cost if reading and decoding were free.
 A framework that is not installed gets a row saying so, not an error.
 
-Each variant: one warm-up epoch (it also fills the local shard cache of a remote or compressed
-dataset), then the best of ``--repeat`` epochs. An epoch that does not deliver every row is
+Each variant: one loader (or ``tf.data.Dataset``) iterated once per epoch, as a training loop
+does; one warm-up epoch (it builds the loader and fills the local shard cache of a remote or
+compressed dataset), then the best of ``--repeat`` epochs. An epoch that does not deliver every row is
 reported, never timed. MB/s counts decoded bytes (numeric columns' ``nbytes``, str/bytes
 lengths). The output ends with the versions in use, so it can be pasted into a bug report.
 ``benchmarks/`` (``make bench``) uses the same functions beside Petastorm and Mosaic.
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Row", "read_floor_data", "torch_floor", "tf_floor", "torch_epoch", "tf_epoch",
+__all__ = ["Row", "read_floor_data", "torch_floor", "tf_floor", "torch_epochs", "tf_epochs",
            "best_epoch", "measure", "add_bench_arguments", "run_bench"]
 
 EpochFn = Callable[[], tuple[int, float]]
@@ -108,30 +109,45 @@ def _batch_rows(batch: dict[str, Any]) -> int:
     return int(col.shape[0]) if hasattr(col, "shape") else len(col)
 
 
-def torch_epoch(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
-                limit: int | None = None) -> tuple[int, float]:
-    """One shuffled epoch of ``petastream.torch.loader`` (the first ``limit`` rows of it)."""
-    from petastream.torch import loader
+def torch_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
+                 limit: int | None = None) -> EpochFn:
+    """Shuffled epochs of one ``petastream.torch.loader`` (the first ``limit`` rows of each):
+    each call iterates it once, as a training loop does per epoch; the first call builds it."""
+    def build() -> Any:
+        from petastream.torch import loader
 
-    t = time.perf_counter()
-    it = loader(url, batch, shuffle=True, seed=seed, num_workers=workers, rank=0, world_size=1)
-    rows = _count(it, limit, _batch_rows)
-    return rows, time.perf_counter() - t
+        return loader(url, batch, shuffle=True, seed=seed, num_workers=workers, rank=0, world_size=1)
+
+    return _epochs(build, limit)
 
 
-def tf_epoch(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
-             limit: int | None = None) -> tuple[int, float]:
-    """One shuffled epoch of ``petastream.tf.dataset`` (the first ``limit`` rows of it)."""
-    from petastream._quiet import import_tensorflow
+def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
+              limit: int | None = None) -> EpochFn:
+    """Shuffled epochs of one ``petastream.tf.dataset`` (each iteration of it is the next epoch),
+    iterated eagerly once per call, as Keras does per epoch; the first call builds it."""
+    def build() -> Any:
+        from petastream._quiet import import_tensorflow
 
-    import_tensorflow()
-    import petastream.tf as ptf
+        import_tensorflow()
+        import petastream.tf as ptf
 
-    t = time.perf_counter()
-    ds = ptf.dataset(url, batch, shuffle=True, seed=seed, num_epochs=1, num_workers=workers,
-                     rank=0, world_size=1)
-    rows = _count(ds, limit, _batch_rows)
-    return rows, time.perf_counter() - t
+        return ptf.dataset(url, batch, shuffle=True, seed=seed, num_epochs=1, num_workers=workers,
+                           rank=0, world_size=1)
+
+    return _epochs(build, limit)
+
+
+def _epochs(build: Callable[[], Any], limit: int | None) -> EpochFn:
+    built: list[Any] = []
+
+    def epoch() -> tuple[int, float]:
+        t = time.perf_counter()
+        if not built:
+            built.append(build())
+        rows = _count(built[0], limit, _batch_rows)
+        return rows, time.perf_counter() - t
+
+    return epoch
 
 
 def best_epoch(variant: str, n: int, epoch: EpochFn, repeat: int = 3, floor: bool = False) -> Row:
@@ -209,9 +225,9 @@ def measure(url: str, *, batch: int = 1024, workers: Iterable[int] = (1,),
         emit(row, per_row)
 
     plans = {"torch": ("floor: in memory -> torch.from_numpy", torch_floor,
-                       "petastream.torch.loader", torch_epoch, "thread"),
+                       "petastream.torch.loader", torch_epochs, "thread"),
              "tf": ("floor: in memory -> tf.convert_to_tensor", tf_floor,
-                    "petastream.tf.dataset", tf_epoch, "worker")}
+                    "petastream.tf.dataset", tf_epochs, "worker")}
     for fw in frameworks:
         floor_name, floor_fn, name, epoch_fn, unit = plans[fw]
         floor = best_epoch(floor_name, n, lambda f=floor_fn: f(data, batch), repeat, floor=True)
@@ -221,7 +237,7 @@ def measure(url: str, *, batch: int = 1024, workers: Iterable[int] = (1,),
             continue
         for w in workers:
             add(best_epoch(f"{name}, {w} {unit}{'s' if w > 1 else ''}", n,
-                           lambda w=w, f=epoch_fn: f(url, batch, w, limit=rows), repeat))
+                           epoch_fn(url, batch, w, limit=rows), repeat))
     return {"url": url, "rows": n, "bytes_per_row": per_row, "batch_size": batch,
             "results": [asdict(r) | {"rows_per_s": r.rows_per_s()} for r in results],
             "versions": versions()}

@@ -113,3 +113,14 @@ def test_chunk_argument_errors_are_raised_at_the_call(args, kwargs, exc, match):
     planner = StreamPlanner([10], 2)
     with pytest.raises(exc, match=match):
         planner.chunks(*args, **kwargs)  # no next(): checked eagerly
+
+
+def test_chunks_ramp_up_from_first_samples_and_cover_the_same_batches():
+    planner = StreamPlanner([400, 350, 250], 10, shuffle=True, seed=2, window=300)
+    ramped = list(planner.chunks(max_samples=1000, first_samples=20))
+    assert [len(c) for c in ramped] == [2, 8, 32, 58]  # x4 each, capped at 100 batches
+    flat = list(planner.chunks(max_samples=1000))
+    assert [len(c) for c in flat] == [100]
+    np.testing.assert_array_equal(np.concatenate([c.ids for c in ramped]), flat[0].ids)
+    assert np.concatenate([c.batch_indices for c in ramped]).tolist() == list(range(100))
+    assert [len(c) for c in planner.chunks(max_samples=1000, first_samples=5)][0] == 1  # >= 1 batch

@@ -26,6 +26,9 @@ __all__ = ["read_chunk", "decode_batches", "slice_columns", "chunk_samples", "ch
 
 _MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
 _MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
+# The first chunk of a pass is this small (then 4x larger each, up to the above): the first
+# batch waits for a read of a few batches, not of a whole shuffle window (~50-150 ms).
+_FIRST_CHUNK = 1 << 13
 
 
 def chunk_samples(ds: MDSDataset, window: int) -> int:
@@ -134,7 +137,8 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
     """
     dtypes = ds.logical_dtypes if logical else {}
     size = chunk_samples(ds, plan.order.window)
-    chunks = plan.chunks(worker_id, num_workers, max_samples=size if max_chunk is None else min(size, max_chunk))
+    size = size if max_chunk is None else min(size, max_chunk)
+    chunks = plan.chunks(worker_id, num_workers, max_samples=size, first_samples=min(size, _FIRST_CHUNK))
     beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
     for chunk in _announced(ds, chunks, readahead, beyond):
         block = apply_logical(read_chunk(ds, chunk, columns), dtypes)

@@ -17,7 +17,10 @@ from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 from petastream.stream.order import EpochOrder
 from petastream.stream.partition import count_batches, global_positions, rank_positions
 
-__all__ = ["Chunk", "EpochPlan"]
+__all__ = ["Chunk", "EpochPlan", "RAMP"]
+
+RAMP = 4
+"""Growth of chunk sizes from ``first_samples`` (see :meth:`EpochPlan.chunks`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,13 +142,17 @@ class EpochPlan:
         return len(range(w, self.num_batches, nw))
 
     def chunks(
-        self, worker_id: int = 0, num_workers: int = 1, *, max_samples: int | None = None
+        self, worker_id: int = 0, num_workers: int = 1, *, max_samples: int | None = None,
+        first_samples: int | None = None,
     ) -> Iterator[Chunk]:
         """Worker ``worker_id``'s batches (t % num_workers == worker_id), in order, in chunks.
 
         A chunk holds ``max(1, max_samples // batch_size)`` batches (the last one fewer), so
         at most ``max(max_samples, batch_size)`` ids; ``max_samples`` defaults to the shuffle
-        window. Arguments are checked now; chunks are computed as they are taken.
+        window. ``first_samples``: the first chunk holds at most this many ids (at least one
+        batch) and each next one :data:`RAMP` times more, up to ``max_samples``, so that the
+        first batch waits for a small read, not a whole window. Arguments are checked now;
+        chunks are computed as they are taken.
         """
         w, nw = worker_in_pool(worker_id, num_workers)
         limit = (
@@ -153,13 +160,18 @@ class EpochPlan:
             if max_samples is None
             else positive("max_samples", max_samples, "the most sample ids per chunk")
         )
-        return self._chunks(w, nw, max(1, limit // self.batch_size))
+        per_chunk = max(1, limit // self.batch_size)
+        first = per_chunk if first_samples is None else min(per_chunk, max(
+            1, positive("first_samples", first_samples, "sample ids in the first chunk") // self.batch_size))
+        return self._chunks(w, nw, per_chunk, first)
 
-    def _chunks(self, w: int, nw: int, per_chunk: int) -> Iterator[Chunk]:
+    def _chunks(self, w: int, nw: int, per_chunk: int, first_chunk: int) -> Iterator[Chunk]:
         mine = len(range(w, self.num_batches, nw))
         layout = self._layout()
-        for first in range(0, mine, per_chunk):
-            k = np.arange(first, min(first + per_chunk, mine), dtype=np.int64)
+        first, size = 0, first_chunk
+        while first < mine:
+            k = np.arange(first, min(first + size, mine), dtype=np.int64)
+            first, size = first + size, min(per_chunk, size * RAMP)
             batches = w + k * nw
             pos, bounds = rank_positions(batches, **layout)
             ids, shards = self.order.take_with_shards(pos)
