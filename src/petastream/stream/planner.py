@@ -175,10 +175,12 @@ class StreamPlanner:
         return self.plan()
 
     def chunks(
-        self, worker_id: int = 0, num_workers: int = 1, *, max_samples: int | None = None
+        self, worker_id: int = 0, num_workers: int = 1, *, max_samples: int | None = None,
+        first_samples: int | None = None,
     ) -> Iterator[Chunk]:
         """``self.plan().chunks(...)``: the snapshot is taken now, not when iteration starts."""
-        return self.plan().chunks(worker_id, num_workers, max_samples=max_samples)
+        return self.plan().chunks(worker_id, num_workers, max_samples=max_samples,
+                                  first_samples=first_samples)
 
     def advance(self, n_batches: int = 1) -> None:
         """Record that ``n_batches`` more batches of this rank were delivered (all ranks in step)."""
