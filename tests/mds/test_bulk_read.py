@@ -25,7 +25,10 @@ def _rows(n: int = N) -> dict[str, np.ndarray]:
     vecs = np.empty(n, dtype=object)
     vecs[:] = [np.arange(1 + i % 5, dtype=np.int16) * i for i in range(n)]
     return {
-        # Sorted column order puts fixed columns before, between and after variable ones.
+        # Sorted column order puts fixed columns before (read from the gathered header
+        # prefix), between and after variable ones.
+        "_id": np.arange(n, dtype=np.int64) - 7,
+        "_pair": rng.random((n, 2)).astype(np.float32),
         "a_text": np.array([texts[i % len(texts)] * (i % 3) + str(i) * (i % 2) for i in range(n)], dtype=object),
         "b_val": np.arange(n, dtype=np.int32) * 3,
         "c_blob": np.array([bytes(rng.integers(0, 256, i % 9, dtype=np.uint8)) for i in range(n)], dtype=object),
@@ -35,7 +38,7 @@ def _rows(n: int = N) -> dict[str, np.ndarray]:
     }
 
 
-COLUMNS = {"a_text": "str", "b_val": "int32", "c_blob": "bytes", "d_vec": "ndarray:int16",
+COLUMNS = {"_id": "int64", "_pair": "ndarray:float32:2", "a_text": "str", "b_val": "int32", "c_blob": "bytes", "d_vec": "ndarray:int16",
            "e_f64": "float64", "f_mat": "ndarray:float32:2,3"}
 
 

@@ -164,26 +164,39 @@ class ShardData:
         nvar = len(layout.var_positions)
         if n and (ends - starts < 4 * nvar).any():
             raise CorruptShardError(f"shard {self.name}: a sample is shorter than its column-size header")
-        var_sizes = gather_rows(self.u8, starts, 4 * nvar).view("<u4").astype(np.int64)
+        # The length header and the fixed columns before the first variable one sit at fixed
+        # offsets from each sample's start: one gather of that prefix for all of them (each
+        # random gather costs a cache miss per sample; the prefix columns are views into it).
+        prefix = 4 * nvar
+        for size in layout.sizes:
+            if size is None:
+                break
+            prefix += size
+        head = gather_rows(self.u8, starts, prefix)
+        var_sizes = head[:, :4 * nvar].copy().view("<u4").astype(np.int64)
         # Where every column starts, checked against the sample sizes before anything is decoded.
         pos = starts + 4 * nvar
-        where: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-        k = 0
+        where: dict[str, tuple[np.ndarray, np.ndarray | None, int | None]] = {}
+        k, offset = 0, 4 * nvar  # offset: the column's place in the prefix, while in it
         for name, size in zip(layout.names, layout.sizes):
             lengths = None
             if size is None:
                 lengths = var_sizes[:, k]
                 k += 1
-            where[name] = (pos, lengths)
+            where[name] = (pos, lengths, offset)
             pos = pos + (size if size is not None else lengths)
+            offset = offset + size if offset is not None and size is not None else None
         if n and not np.array_equal(pos, ends):
             raise CorruptShardError(f"shard {self.name}: column sizes do not add up to the sample sizes")
         out: dict[str, Any] = {}
         for name in wanted:
             enc = layout.encodings[layout.names.index(name)]
-            at, lengths = where[name]
+            at, lengths, offset = where[name]
             if lengths is None:
-                raw = gather_rows(self.u8, at, enc.size)
+                if offset is not None:  # in the prefix: a copy of its bytes out of the gather
+                    raw = np.ascontiguousarray(head[:, offset:offset + enc.size])
+                else:
+                    raw = gather_rows(self.u8, at, enc.size)
                 out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
                 continue
             try:
