@@ -98,9 +98,11 @@ class Reader:
         Petastorm's queue takes a whole row group at a time (its buffer grows past its capacity
         to hold one) and carries ``capacity`` rows into the next, so its rows mix across about a
         row group plus the capacity; here the window is the largest shard plus the capacity
-        (shards in a permuted order, each kept whole). With neither, the order is sequential. The native window is left to the loader (``window=None``),
-        so that a ``cache_limit`` smaller than the dataset gets the loader's cache-fitted shuffle
-        (each shard downloaded once per epoch) instead of a window that would re-download.
+        (shards in a permuted order, each kept whole). With neither, the order is sequential.
+
+        The native window is left to the loader (``window=None``), so that a ``cache_limit``
+        smaller than the dataset gets the loader's cache-fitted shuffle (each shard downloaded
+        once per epoch) instead of a window that would re-download.
         """
         from petastream.stream import DEFAULT_WINDOW
 
