@@ -144,7 +144,7 @@ def test_distribute_datasets_from_function(url):
 
 @pytest.mark.parametrize("workers_after", [1, 2, 5])
 def test_resume_mid_epoch_loses_and_repeats_nothing(url, workers_after):
-    first = TFLoader(url, 50, shuffle=True, seed=3, num_workers=2)
+    first = TFLoader(url, 50, shuffle=True, seed=3, num_workers=2, batches_per_call=1)
     it = iter(first.as_dataset())
     seen = [int(i) for _ in range(7) for i in next(it)["id"].numpy()]
     time.sleep(0.05)  # nothing may read ahead of the loop meanwhile
@@ -160,7 +160,7 @@ def test_resume_mid_epoch_loses_and_repeats_nothing(url, workers_after):
 def test_state_counts_what_a_downstream_prefetch_took(url):
     """A batch counts as consumed when handed to TensorFlow, read ahead or not."""
     full = _ids(ptf.dataset(url, 50, shuffle=True, seed=8))
-    loader = TFLoader(url, 50, shuffle=True, seed=8)
+    loader = TFLoader(url, 50, shuffle=True, seed=8, batches_per_call=1)
     it = iter(loader.as_dataset().prefetch(3))
     seen = [int(i) for _ in range(4) for i in next(it)["id"].numpy()]
     time.sleep(0.2)
@@ -188,7 +188,7 @@ def test_steps_across_epochs_of_one_iteration(url):
 
 
 def test_an_abandoned_iteration_is_followed_by_a_whole_new_epoch(url):
-    loader = TFLoader(url, BS, shuffle=True, seed=6, num_workers=3)
+    loader = TFLoader(url, BS, shuffle=True, seed=6, num_workers=3, batches_per_call=1)
     ds = loader.as_dataset()
     it = iter(ds)
     for _ in range(3):
@@ -385,7 +385,7 @@ def test_a_dataset_built_before_a_mid_epoch_resume_says_to_rebuild(url):
     it = iter(ds)
     for _ in range(3):
         next(it)
-    state = loader.state_dict()
+    state = loader.state_dict(steps=3)
     del it
     fresh = TFLoader(url, 100, shuffle=True, seed=2)
     stale = fresh.as_dataset()
@@ -399,7 +399,8 @@ def test_a_dataset_built_before_a_mid_epoch_resume_says_to_rebuild(url):
 
 @pytest.mark.parametrize("per_call", [3, 8])
 def test_several_batches_per_call_give_the_same_stream_and_exact_steps(url, per_call):
-    one = [{k: v.numpy() for k, v in b.items()} for b in ptf.dataset(url, 64, shuffle=True, seed=5, num_epochs=2)]
+    one = [{k: v.numpy() for k, v in b.items()}
+           for b in ptf.dataset(url, 64, shuffle=True, seed=5, num_epochs=2, batches_per_call=1)]
     loader = TFLoader(url, 64, shuffle=True, seed=5, num_epochs=2, batches_per_call=per_call)
     many = []
     states = []
@@ -409,11 +410,49 @@ def test_several_batches_per_call_give_the_same_stream_and_exact_steps(url, per_
     assert len(many) == len(one) == len(loader)
     for a, b in zip(one, many):
         assert a.keys() == b.keys() and all(np.array_equal(a[c], b[c]) for c in a)
-    reference = TFLoader(url, 64, shuffle=True, seed=5, num_epochs=2)
+    reference = TFLoader(url, 64, shuffle=True, seed=5, num_epochs=2, batches_per_call=1)
     it = iter(reference.as_dataset())
     for k in range(len(one)):
         next(it)
         assert reference.state_dict() == states[k]  # exact after every step, whatever was read ahead
+
+
+@pytest.mark.parametrize(("workers", "world_size", "drop_last"), [(1, 1, False), (3, 1, False), (2, 2, False),
+                                                                 (2, 1, True)])
+def test_batch_groups_match_single_batches_over_workers_ranks_and_a_resume(url, workers, world_size, drop_last):
+    def batches(per_call, rank=0, state=None, take=None):
+        loader = TFLoader(url, 48, shuffle=True, seed=3, num_epochs=1, num_workers=workers, rank=rank,
+                          world_size=world_size, drop_last=drop_last, batches_per_call=per_call)
+        if state is not None:
+            loader.load_state_dict(state)
+        out = []
+        for k, b in enumerate(loader.as_dataset(), 1):
+            out.append({c: v.numpy() for c, v in b.items()})
+            if take is not None and k == take:
+                return out, loader.state_dict(steps=k)
+        return out, None
+
+    for rank in range(world_size):
+        single, _ = batches(1, rank)
+        grouped, _ = batches(5, rank)
+        assert len(grouped) == len(single)
+        for a, b in zip(single, grouped):
+            assert all(np.array_equal(a[c], b[c]) for c in a)
+        head, state = batches(5, rank, take=7)  # broken off mid-group: steps=7 is exact
+        rest, _ = batches(5, rank, state=state)
+        assert [b["id"].tolist() for b in head + rest] == [b["id"].tolist() for b in single]
+
+
+def test_a_transform_takes_one_batch_per_call(url):
+    seen = []
+
+    def transform(batch):
+        seen.append(len(batch["id"]))
+        return batch
+
+    loader = TFLoader(url, 64, num_epochs=1, batches_per_call=4, transform=transform)
+    assert sum(int(b["id"].shape[0]) for b in loader.as_dataset()) == len(loader.dataset)
+    assert max(seen) <= 64  # called per batch, never on a group
 
 
 def test_ragged_columns_take_one_batch_per_call(tmp_path):

@@ -22,7 +22,8 @@ from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
 
-__all__ = ["read_chunk", "decode_batches", "slice_columns", "chunk_samples", "chunk_shards"]
+__all__ = ["read_chunk", "decode_batches", "decode_groups", "group_ranges", "slice_columns",
+           "chunk_samples", "chunk_shards"]
 
 _MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
 _MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
@@ -145,3 +146,56 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
 
+
+
+def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
+    """The pass's batches in groups of up to ``group`` consecutive ones, ``[(first, stop), ...]``,
+    every group's batches of one length: a short last batch (one rank, ``drop_last=False``)
+    is a group of its own."""
+    nb = plan.num_batches
+    if nb == 0:
+        return []
+    last = plan.chunk_of(np.array([nb - 1]))
+    full = nb - 1 if int(last.bounds[1]) < plan.batch_size else nb
+    out = [(a, min(a + group, full)) for a in range(0, full, group)]
+    return out + ([(full, nb)] if full < nb else [])
+
+
+def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num_workers: int = 1,
+                  columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
+                  max_chunk: int | None = None, ahead_windows: int = 0,
+                  ) -> Iterator[tuple[int, dict[str, Any], int]]:
+    """Yield ``(group_index, columns, batches)`` for worker ``worker_id``'s groups of
+    :func:`group_ranges` (group g goes to worker ``g % num_workers``), in order: the rows of
+    ``batches`` consecutive batches of one length, contiguous in one decoded block, for a
+    consumer that takes several batches per hand-over (no per-batch Python on either side).
+    Chunks hold whole groups and grow as in :func:`decode_batches`; read-ahead is the same.
+    """
+    dtypes = ds.logical_dtypes if logical else {}
+    ranges = group_ranges(plan, group)[worker_id::num_workers]
+    size = chunk_samples(ds, plan.order.window)
+    size = size if max_chunk is None else min(size, max_chunk)
+    cap = max(1, size // plan.batch_size)  # batches per chunk, at least one whole group
+    pending: deque[list[tuple[int, int, int]]] = deque()  # (group, first, stop) of each chunk
+
+    def chunks() -> Iterator[Any]:
+        want, todo = min(cap, max(1, _FIRST_CHUNK // plan.batch_size)), list(enumerate(ranges))
+        i = 0
+        while i < len(todo):
+            picked, count = [], 0
+            while i < len(todo) and (not picked or count + (todo[i][1][1] - todo[i][1][0]) <= want):
+                k, (a, b) = todo[i]
+                picked.append((worker_id + k * num_workers, a, b))
+                count += b - a
+                i += 1
+            want = min(cap, want * 4)
+            pending.append(picked)
+            yield plan.chunk_of(np.concatenate([np.arange(a, b) for _, a, b in picked]))
+
+    beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
+    for chunk in _announced(ds, chunks(), readahead, beyond):
+        block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
+        j = 0
+        for g, a, b in pending.popleft():
+            yield g, slice_columns(block, int(chunk.bounds[j]), int(chunk.bounds[j + b - a])), b - a
+            j += b - a

@@ -159,11 +159,12 @@ class EpochDriver:
                         break
                     self._active = run
                 for batch in run:
+                    n = getattr(batch, "num_batches", 1)  # a BatchGroup hands over several
                     with self._lock:
                         if me != self._generation:
                             break
-                        self.planner.advance(1)  # consumed once handed out
-                        self._handed += 1
+                        self.planner.advance(n)  # consumed once handed out
+                        self._handed += n
                     yield batch
                 run.close()
                 if me != self._generation:

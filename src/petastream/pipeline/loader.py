@@ -164,7 +164,7 @@ class BatchLoader:
         return readahead, chunk, 1 if self.readahead else 0
 
     def _execute(self, work: PassWork) -> PassRun:
-        return ThreadRun(work, work.num_batches, self.num_workers, self.prefetch)
+        return ThreadRun(work, work.num_items, self.num_workers, self.prefetch)
 
     def _stage(self, run: PassRun) -> PassRun:
         return run

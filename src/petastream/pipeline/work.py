@@ -12,12 +12,27 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from petastream.mds.dataset import MDSDataset
-from petastream.pipeline.decode import decode_batches
+import numpy as np
 
-__all__ = ["PassWork"]
+from petastream.mds.dataset import MDSDataset
+from petastream.pipeline.decode import decode_batches, decode_groups, group_ranges
+
+__all__ = ["BatchGroup", "PassWork"]
 
 Batch = dict[str, Any]
+
+
+class BatchGroup(tuple):
+    """Several consecutive batches of one length handed over as one item: the converted
+    columns of all their rows, then ``[batches, rows per batch]`` (int64). The epoch driver
+    counts ``num_batches`` for it."""
+
+    num_batches: int
+
+    def __new__(cls, parts: tuple[Any, ...], num_batches: int, rows: int) -> BatchGroup:
+        item = super().__new__(cls, (*parts, np.array([num_batches, rows], dtype=np.int64)))
+        item.num_batches = num_batches
+        return item
 
 
 @dataclass(frozen=True)
@@ -31,13 +46,28 @@ class PassWork:
     readahead: int = 2
     max_chunk: int | None = None  # most samples per worker's chunk (None: decode's default)
     ahead_windows: int = 0  # shuffle windows past each chunk's whose shards are announced
+    group: int = 1  # > 1: BatchGroups of up to this many batches (no transform; convert -> tuple)
 
     @property
     def num_batches(self) -> int:
         return int(self.plan.num_batches)
 
+    @property
+    def num_items(self) -> int:
+        """Items a pass hands over: batches, or BatchGroups (``group > 1``)."""
+        return len(group_ranges(self.plan, self.group)) if self.group > 1 else self.num_batches
+
     def __call__(self, worker_id: int = 0, num_workers: int = 1) -> Iterator[tuple[int, Any]]:
         transform, convert = self.transform, self.convert
+        if self.group > 1:
+            if transform is not None or convert is None:
+                raise ValueError("batch groups need a convert to a tuple of parts and no transform")
+            for index, rows, n in decode_groups(self.dataset, self.plan, self.group, worker_id,
+                                                num_workers, self.columns, self.logical,
+                                                self.readahead, self.max_chunk, self.ahead_windows):
+                parts = convert(rows)
+                yield index, BatchGroup(parts, n, len(parts[0]) // n)
+            return
         for index, batch in decode_batches(self.dataset, self.plan, worker_id, num_workers,
                                            self.columns, self.logical, self.readahead,
                                            self.max_chunk, self.ahead_windows):

@@ -165,18 +165,20 @@ class EpochPlan:
             1, positive("first_samples", first_samples, "sample ids in the first chunk") // self.batch_size))
         return self._chunks(w, nw, per_chunk, first)
 
+    def chunk_of(self, batches: np.ndarray) -> Chunk:
+        """The chunk of the pass's batches ``batches`` (valid indices, in the order given)."""
+        batches = np.asarray(batches, dtype=np.int64)
+        pos, bounds = rank_positions(batches, **self._layout())
+        ids, shards = self.order.take_with_shards(pos)
+        return Chunk(ids, bounds, batches, self.shard_offsets, int(pos.max()) if pos.size else -1, shards)
+
     def _chunks(self, w: int, nw: int, per_chunk: int, first_chunk: int) -> Iterator[Chunk]:
         mine = len(range(w, self.num_batches, nw))
-        layout = self._layout()
         first, size = 0, first_chunk
         while first < mine:
             k = np.arange(first, min(first + size, mine), dtype=np.int64)
             first, size = first + size, min(per_chunk, size * RAMP)
-            batches = w + k * nw
-            pos, bounds = rank_positions(batches, **layout)
-            ids, shards = self.order.take_with_shards(pos)
-            yield Chunk(ids, bounds, batches, self.shard_offsets, int(pos.max()) if pos.size else -1,
-                        shards)
+            yield self.chunk_of(w + k * nw)
 
     def _layout(self) -> dict[str, int | bool]:
         return {

@@ -20,7 +20,7 @@ from petastream.tf._columns import (
     plan_from_spec,
     plan_from_values,
 )
-from petastream.tf._source import batch_source
+from petastream.tf._source import batch_source, groupable, groups_supported
 
 __all__ = ["TFLoader", "dataset"]
 
@@ -58,11 +58,14 @@ class TFLoader(BatchLoader):
       ``batch_size`` rows; it must return the same columns and types for every batch.
     * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
-    * ``batches_per_call``: batches handed to TensorFlow per Python call (default 1), cut apart
-      inside the graph; more amortize the call's cost (about 0.5 ms). Columns with a varying
-      row shape (ragged) take one batch per call. With more than one, plain ``state_dict()``
-      counts every batch handed over, up to ``batches_per_call - 1`` ahead of a loop that reads
-      nothing ahead itself: checkpoint with ``state_dict(steps=k)``, exact in every case.
+    * ``batches_per_call``: up to this many consecutive batches (default 16) are decoded,
+      converted and handed to TensorFlow at once, and cut apart inside the graph: no Python
+      per batch on either side (1.7x the rows/s of one batch per call on 'tabular' rows). Columns
+      with a varying row shape (ragged) and a ``transform`` (called per batch) take one batch
+      per hand-over. Plain ``state_dict()`` counts every batch handed over, so it may stand up
+      to ``batches_per_call - 1`` batches ahead of a loop that reads nothing ahead itself:
+      checkpoint with ``state_dict(steps=k)``, exact in every case, or pass
+      ``batches_per_call=1``.
 
     Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
     as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
@@ -76,7 +79,7 @@ class TFLoader(BatchLoader):
     def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
                  input_context: Any = None, rank: int | None = None, world_size: int | None = None,
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
-                 batches_per_call: int = 1, **kwargs: Any):
+                 batches_per_call: int = 16, **kwargs: Any):
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
             raise InvalidArgumentError(
                 f"batches_per_call must be an int >= 1 (batches handed to TensorFlow per Python call), "
@@ -90,6 +93,19 @@ class TFLoader(BatchLoader):
         self.ragged = ragged
         self.plans: list[ColumnPlan] = self._plan(output_signature)
         self._convert = functools.partial(_flat_parts, self.plans)
+
+    @property
+    def _group(self) -> int:
+        """Batches per hand-over: ``batches_per_call`` where every column has a fixed row shape
+        and no transform runs (a transform is called per batch), else 1."""
+        parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
+        if (self.transform is not None or any(p.kind == RAGGED for p in self.plans) or not groupable(parts)
+                or not groups_supported()):
+            return 1
+        return self.batches_per_call
+
+    def _work(self, plan: Any) -> Any:
+        return dataclasses.replace(super()._work(plan), group=self._group)
 
     # -- types --------------------------------------------------------------------------------
     @property
@@ -144,9 +160,10 @@ class TFLoader(BatchLoader):
     def state_dict(self, steps: int | None = None) -> dict[str, Any]:
         """The position to resume from (:meth:`load_state_dict`, any ``num_workers``).
 
-        ``steps=None``: after every batch handed to TensorFlow so far. That is exactly what your
-        loop took when nothing reads ahead of it: a plain loop (eager or ``tf.function``) over
-        :meth:`as_dataset`. Stages that read ahead (``device=``, a ``.prefetch()``, a ``.map()``
+        ``steps=None``: after every batch handed to TensorFlow so far. With
+        ``batches_per_call=1`` that is exactly what your loop took when nothing reads ahead of
+        it: a plain loop (eager or ``tf.function``) over :meth:`as_dataset`; with more (the
+        default, 16), up to ``batches_per_call - 1`` batches more. Stages that read ahead (``device=``, a ``.prefetch()``, a ``.map()``
         that tf.data parallelizes, Keras) hold batches your loop has not seen yet, and those
         count as consumed. ``steps=k``: after the first ``k`` batches of the current iteration
         of the dataset, whatever was read ahead: pass your loop's own count (in Keras,
@@ -190,8 +207,7 @@ class TFLoader(BatchLoader):
         upcoming = self.driver.next_iteration_len()
         declared = upcoming if upcoming is not None and upcoming == len(self) else None
         ds = batch_source(functools.partial(self._iteration, declared), parts, self._assemble,
-                          self.element_spec, group=1 if any(p.kind == RAGGED for p in self.plans)
-                          else self.batches_per_call)
+                          self.element_spec, group=self._group)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding

@@ -10,14 +10,12 @@ pass, next returns its next batch (``StopIteration`` ends the pass), finalize cl
 1.2-1.3x the rows/s of ``from_generator`` on the same batches. Where the op's Python wrapper is
 not importable (a TensorFlow that moved it), it falls back to ``from_generator``.
 
-Even bare, the call costs 100-200 us a batch. With ``group > 1`` one call hands over up to
-``group`` consecutive batches of one length, their parts concatenated row-wise, and the graph
-reshapes them to ``[batches, rows, ...]`` and slices them apart (C++, no copy per batch). That
-needs every part to have a fixed row shape (dense and string columns); a ragged column, or a
-dense one whose length varies between batches, takes one batch per call. Alone (batches
-already in memory) a group of 8 measured 1.3-1.4x the rows/s of single batches; behind the
-decode threads it measured no faster (the per-batch Python of the decode stage and the
-consumer's iterator remain), hence ``batches_per_call=1`` by default.
+Even bare, the call costs 100-200 us a batch. With ``group > 1`` one call hands over a
+:class:`~petastream.pipeline.work.BatchGroup`: the rows of several consecutive batches of one
+length, decoded and converted at once (no per-batch Python in the decode threads either), and
+the graph reshapes them to ``[batches, rows, ...]`` and slices them apart (C++, no copy per
+batch). That needs every part to have a fixed row shape (:func:`groupable`: dense and string
+columns).
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ class _Passes:
         self.start = start
         self.live: dict[int, Iterator[tuple[np.ndarray, ...]]] = {}
         self.ids = itertools.count()
-        self.held: dict[int, tuple[np.ndarray, ...]] = {}  # see next_group
         self.lock = threading.Lock()
 
     def open(self) -> np.int64:
@@ -57,36 +54,19 @@ class _Passes:
     def next(self, key: np.int64) -> tuple[np.ndarray, ...]:
         return next(self.live[int(key)])  # StopIteration -> OutOfRange -> end of the pass
 
-    def next_group(self, key: np.int64, size: int) -> tuple[np.ndarray, ...]:
-        """Up to ``size`` consecutive batches of one length: each part concatenated, then
-        ``[batches, rows per batch]`` (a batch of another length waits for the next call)."""
-        k = int(key)
-        it = self.live[k]
-        first = self.held.pop(k, None)
-        if first is None:
-            first = next(it)  # StopIteration -> OutOfRange -> end of the pass
-        batches, rows = [first], len(first[0])
-        while len(batches) < size:
-            b = next(it, None)
-            if b is None:
-                break
-            if len(b[0]) != rows:  # the short last batch of an epoch: a group of its own
-                self.held[k] = b
-                break
-            batches.append(b)
-        shape = np.array([len(batches), rows], dtype=np.int64)
-        if len(batches) == 1:
-            return (*first, shape)
-        return (*(np.concatenate(col) for col in zip(*batches)), shape)
-
     def close(self, key: np.int64) -> np.int64:
         with self.lock:
             it = self.live.pop(int(key), None)
-            self.held.pop(int(key), None)
         close = getattr(it, "close", None)
         if close is not None:
             close()  # a generator's finally: stops the loader's decode threads
         return np.int64(0)
+
+
+def groups_supported() -> bool:
+    """Whether this TensorFlow has the op the batch-group path is built from (else one batch
+    per call through ``from_generator``)."""
+    return _GeneratorDataset is not None
 
 
 def groupable(parts: tuple[tf.TensorSpec, ...]) -> bool:
@@ -101,15 +81,17 @@ def batch_source(start: Callable[[], Iterator[tuple[np.ndarray, ...]]], parts: t
     """Elements ``assemble(*batch)`` for each tuple ``batch`` that ``start()`` yields.
 
     ``start`` is called once per pass over the dataset (each ``iter(ds)``); the tuples must
-    match ``parts`` (dtype and shape) exactly: nothing re-checks them on this path. ``group``:
-    batches handed over per Python call, where :func:`groupable` allows.
+    match ``parts`` (dtype and shape) exactly: nothing re-checks them on this path. ``group >
+    1``: ``start()`` yields :class:`~petastream.pipeline.work.BatchGroup` items instead (each
+    part holding the rows of several batches of one length, then ``[batches, rows]``), which
+    the graph cuts apart.
     """
     if _GeneratorDataset is None:  # pragma: no cover
         return tf.data.Dataset.from_generator(start, output_signature=parts).map(assemble)
     passes = _Passes(start)
     dtypes = [s.dtype for s in parts]
-    if group > 1 and groupable(parts):
-        return _grouped(passes, parts, assemble, group)
+    if group > 1:
+        return _grouped(passes, parts, assemble)
 
     def fetch(key: tf.Tensor) -> Any:
         return tf.numpy_function(passes.next, [key], dtypes, stateful=True)
@@ -146,15 +128,14 @@ def _per_pass(passes: _Passes, fetch: Callable[[tf.Tensor], Any], specs: tuple[t
     return tf.data.Dataset.from_tensors(np.int64(0)).flat_map(one_pass)
 
 
-def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callable[..., Any],
-             group: int) -> tf.data.Dataset:
+def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callable[..., Any]
+             ) -> tf.data.Dataset:
     dtypes = [s.dtype for s in parts] + [tf.int64]
     rows = [tf.TensorSpec([None, *s.shape[1:]], s.dtype) for s in parts]
     group_spec = (*rows, tf.TensorSpec([2], tf.int64))
-    size = np.int64(group)
 
     def fetch(key: tf.Tensor) -> Any:
-        return tf.numpy_function(passes.next_group, [key, size], dtypes, stateful=True)
+        return tf.numpy_function(passes.next, [key], dtypes, stateful=True)
 
     @tf.autograph.experimental.do_not_convert
     def split(*flat: tf.Tensor) -> tf.data.Dataset:
