@@ -462,3 +462,18 @@ def test_ragged_columns_take_one_batch_per_call(tmp_path):
     batches = list(ptf.dataset(path, 8, batches_per_call=4))
     assert [int(i) for b in batches for i in b["id"].numpy()] == list(range(50))
     assert batches[1]["v"][2].numpy().tolist() == list(range(1 + 10 % 5))
+
+
+def test_batch_groups_under_a_cache_fitted_shuffle_fit_its_chunks(tmp_path):
+    import petastream
+    from tests.mds.test_cache import _write
+
+    path = _write(str(tmp_path / "ds"), n=6000, size_limit=40_000)  # zstd: read through the cache
+    raw = int(petastream.open(path).cached_shard_bytes().sum())
+    loader = TFLoader(petastream.open(path, cache_dir=str(tmp_path / "c"), cache_limit=raw // 3), 100,
+                      shuffle=True, seed=1, num_workers=2)
+    assert loader.cache_fit is not None
+    work = loader._work(loader.planner.plan())
+    assert work.max_chunk is not None and 1 <= work.group * 100 <= max(100, work.max_chunk)
+    ids = np.concatenate([b["id"].numpy() for b in loader.as_dataset()])
+    np.testing.assert_array_equal(np.sort(ids), np.arange(6000))

@@ -147,7 +147,6 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
 
 
-
 def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
     """The pass's batches in groups of up to ``group`` consecutive ones, ``[(first, stop), ...]``,
     every group's batches of one length: a short last batch (one rank, ``drop_last=False``)

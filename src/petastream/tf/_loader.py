@@ -105,7 +105,11 @@ class TFLoader(BatchLoader):
         return self.batches_per_call
 
     def _work(self, plan: Any) -> Any:
-        return dataclasses.replace(super()._work(plan), group=self._group)
+        work = super()._work(plan)
+        group = self._group
+        if work.max_chunk is not None:  # chunks fitted to a bounded cache: a group fits in one
+            group = max(1, min(group, work.max_chunk // plan.batch_size))
+        return dataclasses.replace(work, group=group)
 
     # -- types --------------------------------------------------------------------------------
     @property
