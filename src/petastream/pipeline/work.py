@@ -46,7 +46,7 @@ class PassWork:
     readahead: int = 2
     max_chunk: int | None = None  # most samples per worker's chunk (None: decode's default)
     ahead_windows: int = 0  # shuffle windows past each chunk's whose shards are announced
-    group: int = 1  # > 1: BatchGroups of up to this many batches (no transform; convert -> tuple)
+    group: int | None = None  # BatchGroups of up to this many batches (no transform; convert -> tuple)
 
     @property
     def num_batches(self) -> int:
@@ -55,11 +55,11 @@ class PassWork:
     @property
     def num_items(self) -> int:
         """Items a pass hands over: batches, or BatchGroups (``group > 1``)."""
-        return len(group_ranges(self.plan, self.group)) if self.group > 1 else self.num_batches
+        return self.num_batches if self.group is None else len(group_ranges(self.plan, self.group))
 
     def __call__(self, worker_id: int = 0, num_workers: int = 1) -> Iterator[tuple[int, Any]]:
         transform, convert = self.transform, self.convert
-        if self.group > 1:
+        if self.group is not None:
             if transform is not None or convert is None:
                 raise ValueError("batch groups need a convert to a tuple of parts and no transform")
             for index, rows, n in decode_groups(self.dataset, self.plan, self.group, worker_id,

@@ -107,6 +107,8 @@ class TFLoader(BatchLoader):
     def _work(self, plan: Any) -> Any:
         work = super()._work(plan)
         group = self._group
+        if group == 1:  # one batch per hand-over: plain batches (as_dataset built for them)
+            return work
         if work.max_chunk is not None:  # chunks fitted to a bounded cache: a group fits in one
             group = max(1, min(group, work.max_chunk // plan.batch_size))
         return dataclasses.replace(work, group=group)
