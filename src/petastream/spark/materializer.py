@@ -25,10 +25,8 @@ aggregate job to name the columns.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,21 +38,12 @@ from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
-from petastream.spark._task import (
-    EMPTY_MARKER,
-    LENGTH_MARKER,
-    NULL_MARKER,
-    RESULT_SCHEMA,
-    UNKNOWN_MARKER,
-    TaskWriter,
-    find_marked,
-)
+from petastream.spark._outcome import Retry, check_agreement, job_failure
+from petastream.spark._task import RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
     ColumnPlan,
     apply_fill,
     check_dtype,
-    count_nulls,
-    empty_error,
     infer_columns,
     infer_lengths,
     null_error,
@@ -283,16 +272,6 @@ def describe(url: str, storage_options: dict | None = None, **kwargs: Any) -> Ma
         columns=columns, storage_options=storage_options, **kwargs)
 
 
-class _Retry(Exception):
-    """The tasks chose array encodings that do not agree: write again with these plans
-    (after deciding the columns ``infer`` with one aggregate job)."""
-
-    def __init__(self, plans: list[ColumnPlan], why: str, infer: tuple[str, ...] = ()):
-        super().__init__(why)
-        self.plans = plans
-        self.infer = infer
-
-
 def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
            size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
@@ -315,7 +294,7 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
                                               size_limit, null_policy, storage_options,
                                               progress_interval, keep)
             break
-        except _Retry as retry:
+        except Retry as retry:
             if retry.infer:
                 log.info("%s; deciding its array length with an aggregate job and writing again",
                          retry)
@@ -358,7 +337,7 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     try:
         rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
-        _check_agreement(plans, rows)
+        check_agreement(plans, rows)
         subs = [r["sub"] for r in rows if r["sub"]]
         if not subs:
             empty = [with_length(p, None) if p.kind == "list_auto" else p for p in plans]
@@ -377,28 +356,12 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     except BaseException as e:
         leases.forget(attempt)
         _discard(attempt, storage_options)
-        if isinstance(e, _Retry):
+        if isinstance(e, Retry):
             raise
-        text = str(e) if isinstance(e, Exception) else ""
-        if NULL_MARKER in text:
-            raise _null_failure(prepared, plans, null_policy) from None
-        empty = find_marked(EMPTY_MARKER, text)
-        if empty is not None:
-            raise empty_error(empty) from None
-        auto = {p.name for p in plans if p.kind == "list_auto"}
-        changed = find_marked(LENGTH_MARKER, text)
-        if changed in auto:
-            raise _Retry([with_length(p, None) if p.name == changed else p for p in plans],
-                         f"column {changed!r}: array lengths vary within a task") from None
-        unknown = find_marked(UNKNOWN_MARKER, text)
-        if unknown in auto:
-            raise _Retry(plans, f"column {unknown!r}: a task met only null arrays in its first "
-                         "batch", infer=(unknown,)) from None
-        if isinstance(e, Exception) and not isinstance(e, MaterializationError):
-            raise MaterializationError(
-                f"materializing the DataFrame into {attempt} failed: {_task_message(e)}"
-            ) from e
-        raise
+        outcome = job_failure(e, prepared, plans, null_policy, attempt)
+        if outcome is None:
+            raise
+        raise outcome from outcome.__cause__
     return rows, shards, url, won
 
 
@@ -413,25 +376,6 @@ def _sweep(attempt: str, subs: list[str], storage_options: dict | None) -> None:
                 root.child(name).delete_tree()
             except OSError as e:
                 log.debug("could not delete leftover %s: %r", root.child_url(name), e)
-
-
-def _check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> None:
-    """``array_lengths='optimistic'``: every task that wrote must have chosen the same
-    encoding per array column; a column they disagree on becomes variable-length (raised
-    before the merge: the attempt is discarded, never published)."""
-    auto = [p for p in plans if p.kind == "list_auto"]
-    if not auto:
-        return
-    chosen: dict[str, set[str]] = {p.name: set() for p in auto}
-    for row in rows:
-        if row["sub"]:
-            encodings = json.loads(row["encodings"])
-            for name in chosen:
-                chosen[name].add(encodings[name])
-    split = sorted(name for name, encs in chosen.items() if len(encs) > 1)
-    if split:
-        raise _Retry([with_length(p, None) if p.name in split else p for p in plans],
-                     f"tasks chose different array encodings for {split}")
 
 
 def _column_info(plans: list[ColumnPlan]) -> dict[str, dict[str, str]]:
@@ -476,35 +420,6 @@ def _discard(attempt: str, storage_options: dict | None) -> None:
     except Exception as e:
         log.warning("could not delete the failed attempt %s: %r", attempt, e)
     cache.register_atexit(attempt, storage_options)
-
-
-def _null_failure(df: Any, plans: list[ColumnPlan], null_policy: str) -> Exception:
-    nulls = count_nulls(df, plans)
-    if null_policy == "fill":
-        nulls = {p.name: nulls.get(p.name, 0) for p in plans if p.kind in ("list", "list_auto")}
-        bad = ", ".join(f"{k!r}: {v} row(s)" for k, v in nulls.items() if v)
-        from petastream.spark._errors import NullValuesError
-
-        return NullValuesError(
-            f"null arrays in variable-length array column(s) ({bad}) have no fill value; "
-            "filter them out or fill them in Spark (e.g. coalesce(col, array(lit(0))))"
-        )
-    return null_error(nulls)
-
-
-_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Invalid)): (.+)$", re.M)
-_JVM = ("org.", "java.", "scala.", "py4j.", "io.grpc.", "pyspark.")
-
-
-def _task_message(e: BaseException) -> str:
-    """The Python error a task raised, found in Spark's exception text (ours first)."""
-    text = str(e)
-    found = [(n, m) for n, m in _ERROR_LINE.findall(text) if not n.startswith(_JVM)]
-    ours = [f for f in found if f[0].startswith(("petastream.", "pyarrow."))]
-    if ours or found:
-        name, msg = (ours or found)[-1]
-        return f"{name.rsplit('.', 1)[-1]}: {msg}"
-    return text.strip().splitlines()[0] if text.strip() else type(e).__name__
 
 
 def _run_job(out_df: Any, key: str, interval: float) -> list[dict[str, Any]]:
