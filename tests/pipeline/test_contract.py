@@ -46,6 +46,9 @@ class Kind:
     def __init__(self, name: str):
         self.name = name
 
+    def state(self, loader):
+        return loader.state_dict()
+
     def build(self, url, cfg, workers):
         from petastream.torch import TorchLoader
 
@@ -69,12 +72,15 @@ class Kind:
 
 
 class TFKind(Kind):
+    per_call = 1  # plain state_dict() is exact with one batch per hand-over
+
     def build(self, url, cfg, workers):
         from petastream.tf import TFLoader
 
         loader = TFLoader(url, cfg["batch_size"], shuffle=cfg["shuffle"], seed=cfg["seed"],
                           num_epochs=cfg["num_epochs"], drop_last=cfg["drop_last"], rank=cfg["rank"],
-                          world_size=cfg["world_size"], num_workers=workers, block_size=16, window=40)
+                          world_size=cfg["world_size"], num_workers=workers, block_size=16, window=40,
+                          batches_per_call=self.per_call)
         loader.ds = None  # built at the first iteration: after any load_state_dict, as users do
         return loader
 
@@ -88,7 +94,18 @@ class TFKind(Kind):
             if limit is not None and len(out) == limit:
                 break
         del it
+        loader.taken = len(out)
         return out
+
+    def state(self, loader):
+        taken = getattr(loader, "taken", None)
+        return loader.state_dict() if taken is None or self.per_call == 1 else loader.state_dict(steps=taken)
+
+
+class TFGroupsKind(TFKind):
+    """Batch groups (several batches per hand-over): checkpoints from the loop's own count."""
+
+    per_call = 5
 
 
 class IterableKind(Kind):
@@ -131,7 +148,7 @@ class CompatKind(Kind):
         return loader._torch_loader().planner
 
 
-KINDS = {k.name: k for k in (Kind("numpy"), Kind("thread"), Kind("process"), TFKind("tf"),
+KINDS = {k.name: k for k in (Kind("numpy"), Kind("thread"), Kind("process"), TFKind("tf"), TFGroupsKind("tf_groups"),
                              IterableKind("iterable"), CompatKind("compat"))}
 
 
@@ -210,9 +227,10 @@ def _check(kind: Kind, url, cfg, steps):
             assert got == model.iterate(limit), (op, cfg)
         elif op[0] == "set_epoch" and kind.epochs_settable:
             loader.set_epoch(op[1])
+            loader.taken = None  # nothing taken from the epoch just set
             model.set_epoch(op[1])
         elif op[0] == "reload" and kind.stateful:
-            state = loader.state_dict()
+            state = kind.state(loader)
             loader = KINDS[op[2] if kind.name in ("thread", "process") else kind.name].build(url, cfg, op[1])
             loader.load_state_dict(state)
             model.fresh = True
@@ -238,6 +256,12 @@ def test_contract_processes(url, cfg, steps):
 @given(cfg=configs, steps=ops)
 def test_contract_tf(url, cfg, steps):
     _check(KINDS["tf"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_tf_batch_groups(url, cfg, steps):
+    _check(KINDS["tf_groups"], url, cfg, steps)
 
 
 @_slow
