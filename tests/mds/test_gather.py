@@ -1,5 +1,6 @@
-"""Vectorised gathers: every path (fixed rows, equal lengths, Arrow take, per-byte index) equals
-plain slicing, in any order, with repeats and empty ranges, and refuses out-of-bounds ranges."""
+"""Vectorised gathers: every path (fixed rows, equal lengths, Arrow take, Arrow views, per-byte
+index) equals plain slicing, in any order, with repeats and empty ranges, and refuses
+out-of-bounds ranges."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 from petastream.errors import EncodingError
 from petastream.mds import gather
 from petastream.mds.encodings import get_encoding
-from petastream.mds.gather import gather_ranges, gather_ranges_arrow, gather_rows
+from petastream.mds.gather import (
+    gather_ranges,
+    gather_ranges_arrow,
+    gather_ranges_views,
+    gather_rows,
+)
 
 
 def _reference(data: np.ndarray, starts, lengths) -> bytes:
@@ -100,9 +106,11 @@ def test_gather_rows_reads_read_only_buffers():
     np.testing.assert_array_equal(gather_rows(data, [250, 3], 2), [[250, 251], [3, 4]])
 
 
-@pytest.mark.parametrize("small", [True, False], ids=["index", "arrow"])
-def test_str_and_bytes_decode_ranges(monkeypatch, small):
-    monkeypatch.setattr(gather, "SMALL_GATHER", 1 << 40 if small else 0)
+@pytest.mark.parametrize("path", ["index", "arrow", "views"])
+def test_str_and_bytes_decode_ranges(monkeypatch, path):
+    monkeypatch.setattr(gather, "SMALL_GATHER", 1 << 40 if path == "index" else 0)
+    if path != "views":  # a pyarrow without binary_view arrays: through take (or the index)
+        monkeypatch.setattr(gather, "_VIEWS", [False])
     values = ["", "héllo", "日本語テキスト", "", "a" * 300, "emoji 🎉", "\x00nul"]
     raw = [v.encode() for v in values]
     buf = np.frombuffer(b"|".join(raw), dtype=np.uint8)
@@ -117,6 +125,38 @@ def test_str_and_bytes_decode_ranges(monkeypatch, small):
     assert all(type(b) is bytes for b in blobs)
     empty = get_encoding("str").decode_ranges(buf, [], [])
     assert empty.dtype == object and empty.shape == (0,)
+
+
+needs_views = pytest.mark.skipif(not gather._views_supported(), reason="pyarrow < 16: no binary_view")
+
+
+@needs_views
+@pytest.mark.parametrize("size", [50_000, 30, 5])
+def test_gather_ranges_views_equal_slicing(size):
+    # Inline values (<= 12 bytes) and pointed-to ones, empty ranges, repeats and overlaps (views
+    # may share bytes), ranges ending at the buffer's last byte (the 12-byte window runs past it).
+    rng = np.random.default_rng(3)
+    buf = rng.integers(0, 256, size, dtype=np.uint8)
+    lengths = rng.choice([0, 1, 4, 11, 12, 13, 40, 300], 2000)
+    lengths = np.minimum(lengths, size)
+    starts = rng.integers(0, size - lengths + 1)
+    tail = np.arange(min(size, 14))  # every range that ends at the last byte
+    starts = np.concatenate([starts, size - tail, [0]])
+    lengths = np.concatenate([lengths, tail, [size]])
+    arr = gather_ranges_views(buf, starts, lengths)
+    assert str(arr.type) == "binary_view"
+    arr.validate(full=True)
+    assert arr.to_pylist() == [buf[s : s + n].tobytes() for s, n in zip(starts, lengths)]
+    assert len(gather_ranges_views(buf, [], [])) == 0
+    with pytest.raises(IndexError, match="outside the buffer"):
+        gather_ranges_views(buf, [size - 1], [2])
+
+
+@needs_views
+def test_gather_ranges_views_leave_positions_past_int32_to_take(monkeypatch):
+    big = np.zeros(16, dtype=np.uint8)
+    monkeypatch.setattr(gather, "_check_ranges", lambda *a: None)  # pretend a 2+ GiB shard
+    assert gather_ranges_views(big, np.array([1 << 31]), np.array([1])) is None
 
 
 def test_str_decode_ranges_refuses_invalid_utf8():

@@ -95,3 +95,43 @@ def test_chunk_size_is_bounded_by_bytes_and_not_tiny(tmp_path):
     big = str(tmp_path / "big")
     write_mds({"img": np.zeros((4, 1 << 20), np.uint8)}, big)
     assert chunk_samples(petastream.open(big), window=1 << 18) <= 64  # ~1 MiB rows: 64 MiB per read
+
+
+def test_groups_ramp_up_and_cover_the_pass_once(dataset):
+    from petastream.pipeline.decode import group_ranges
+
+    planner = StreamPlanner(dataset.shard_sizes, 64, shuffle=True, seed=7, window=500, block_size=100)
+    plan = planner.begin_pass()  # 47 batches, the last one short
+    ranges = group_ranges(plan, 16)
+    assert [b - a for a, b in ranges] == [1, 2, 4, 8, 16, 15, 1]  # the short last batch alone
+    assert [a for a, _ in ranges[1:]] == [b for _, b in ranges[:-1]] and ranges[-1][1] == plan.num_batches
+
+
+def test_the_first_chunk_is_out_before_the_next_ones_are_computed():
+    # Read-ahead announces the shards of the chunks after the current one; for the first chunk
+    # that would mean computing the ids of the ramp's larger chunks (a whole small epoch)
+    # before the first batch.
+    from petastream.pipeline.decode import _announced
+
+    class Chunk:
+        def __init__(self, k):
+            self.k = k
+
+        def shards_in_need_order(self):
+            return [self.k]
+
+    pulled, told = [], []
+
+    def chunks():
+        for k in range(5):
+            pulled.append(k)
+            yield Chunk(k)
+
+    class Dataset:
+        def prefetch(self, shards):
+            told.append(list(shards))
+
+    out = _announced(Dataset(), chunks(), depth=2)
+    assert next(out).k == 0 and pulled == [0] and told == [[0]]
+    assert [c.k for c in out] == [1, 2, 3, 4]
+    assert told == [[0], [1, 2, 3], [2, 3, 4], [3, 4], [4]]

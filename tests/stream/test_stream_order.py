@@ -141,3 +141,18 @@ def test_empty_dataset():
     order = EpochOrder([0, 0], shuffle=True)
     assert order.num_samples == 0 and order.num_windows == 0 and list(order) == []
     assert order.take(np.zeros(0, dtype=np.int64)).size == 0
+
+
+def test_block_finder_matches_a_binary_search(rng):
+    # The bucket table behind take(): every position's block, as a search over the block
+    # starts gives it, for spans with one-sample blocks, one block, and long ones.
+    from petastream.stream.order import _BlockFinder
+
+    for _ in range(300):
+        lengths = rng.integers(1, rng.choice([2, 9, 40, 5000]), rng.integers(1, 60))
+        cum = np.concatenate([[0], np.cumsum(lengths)])
+        b0 = int(rng.integers(0, len(lengths)))
+        b1 = int(rng.integers(b0 + 1, len(lengths) + 1))
+        q = rng.integers(cum[b0], cum[b1], 200)
+        expected = np.searchsorted(cum, q, side="right") - 1
+        assert np.array_equal(_BlockFinder(cum, b0, b1).blocks(q), expected), (lengths, b0, b1)

@@ -41,18 +41,17 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
             raise RuntimeError(_STOPPED)
         return batch
 
+    Row = reader.Row
+
     class ReaderLoader(TFLoader):
         def _stage(self, run: Any) -> Any:
             return MappedRun(super()._stage(run), unless_stopped)
 
+        def _element(self, columns: dict[str, Any]) -> Any:
+            return Row(**columns)  # once per hand-over (a group of batches), not a .map per batch
+
     kwargs = reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0)
     loader = ReaderLoader(reader.dataset, ragged="uniform", **kwargs)
-    Row = reader.Row
-
-    @tf.autograph.experimental.do_not_convert
-    def as_row(batch: dict[str, Any]) -> Any:
-        return Row(**batch)
-
-    dataset = loader.as_dataset().map(as_row)
+    dataset = loader.as_dataset()
     dataset = dataset.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
     return _v1(dataset)

@@ -186,9 +186,7 @@ class Bytes(Encoding):
         return _arrow_decode(offsets, data, "binary")
 
     def decode_ranges(self, buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        from petastream.mds.gather import gather_ranges_arrow
-
-        return _arrow_to_objects(gather_ranges_arrow(buffer, starts, lengths), "binary")
+        return _ranges_to_objects(buffer, starts, lengths, "binary")
 
 
 class Str(Encoding):
@@ -209,9 +207,7 @@ class Str(Encoding):
         return _arrow_decode(offsets, data, "string")
 
     def decode_ranges(self, buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        from petastream.mds.gather import gather_ranges_arrow
-
-        return _arrow_to_objects(gather_ranges_arrow(buffer, starts, lengths), "string")
+        return _ranges_to_objects(buffer, starts, lengths, "string")
 
 
 def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.ndarray]:
@@ -283,13 +279,25 @@ def _arrow_decode(offsets: np.ndarray, data: np.ndarray, kind: str) -> np.ndarra
     return _arrow_to_objects(arr, kind)
 
 
+def _ranges_to_objects(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: str) -> np.ndarray:
+    """Byte ranges of a shard -> object array of ``bytes`` or ``str``: through zero-copy Arrow
+    views where this pyarrow has them, else through one Arrow take."""
+    from petastream.mds.gather import gather_ranges_arrow, gather_ranges_views
+
+    arr = gather_ranges_views(buffer, starts, lengths)
+    if arr is None:
+        arr = gather_ranges_arrow(buffer, starts, lengths)
+    return _arrow_to_objects(arr, kind)
+
+
 def _arrow_to_objects(arr: Any, kind: str) -> np.ndarray:
-    """A ``large_binary`` Arrow array -> object array of ``bytes``, or of ``str`` (UTF-8 checked)."""
+    """A ``large_binary`` or ``binary_view`` Arrow array -> object array of ``bytes``, or of
+    ``str`` (UTF-8 checked)."""
     import pyarrow as pa
 
     if kind == "string":
-        try:
-            arr = arr.cast(pa.large_string())  # zero-copy; validates UTF-8
+        try:  # zero-copy; validates UTF-8
+            arr = arr.cast(pa.string_view() if pa.types.is_binary_view(arr.type) else pa.large_string())
         except pa.ArrowInvalid as e:
             raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
     if len(arr) == 0:

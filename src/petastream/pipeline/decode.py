@@ -94,7 +94,11 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
     """``chunks`` unchanged; before each is decoded, ``ds.prefetch`` is told the shards of it
     and of the next ``depth`` chunks, in plan order, then ``beyond(last of those chunks)``.
     The whole window is told every time: the shard cache treats shards no longer asked for as
-    no longer needed soon (evictable)."""
+    no longer needed soon (evictable).
+
+    The first chunk goes out with its own shards only (and ``beyond``): the chunks after it
+    are the ramp's larger ones, and computing their ids first (every id of a small epoch,
+    ~10 ms at 300k) would delay the first batch; they are told once it is out."""
     prefetch = getattr(ds, "prefetch", None)
     if prefetch is None or (depth <= 0 and beyond is None):
         yield from chunks
@@ -106,9 +110,11 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
         prefetch([s for _, shards in window for s in shards] + more)
         return window.popleft()[0]
 
+    first = True
     for chunk in chunks:
         window.append((chunk, chunk_shards(chunk)))
-        if len(window) > depth:
+        if first or len(window) > depth:
+            first = False
             yield emit()
     while window:
         yield emit()
@@ -150,13 +156,17 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
 def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
     """The pass's batches in groups of up to ``group`` consecutive ones, ``[(first, stop), ...]``,
     every group's batches of one length: a short last batch (one rank, ``drop_last=False``)
-    is a group of its own."""
+    is a group of its own. Groups ramp up as chunks do (1, 2, 4, ... batches, then
+    ``group``): the first batch of a pass waits for one batch's decode, not ``group``."""
     nb = plan.num_batches
     if nb == 0:
         return []
     last = plan.chunk_of(np.array([nb - 1]))
     full = nb - 1 if int(last.bounds[1]) < plan.batch_size else nb
-    out = [(a, min(a + group, full)) for a in range(0, full, group)]
+    out, a, size = [], 0, 1
+    while a < full:
+        out.append((a, min(a + size, full)))
+        a, size = out[-1][1], min(group, size * 2)
     return out + ([(full, nb)] if full < nb else [])
 
 

@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from petastream.mds.dataset import MDSDataset
 from petastream.pipeline.decode import decode_batches, decode_groups, group_ranges
 
@@ -23,14 +21,14 @@ Batch = dict[str, Any]
 
 
 class BatchGroup(tuple):
-    """Several consecutive batches of one length handed over as one item: the converted
-    columns of all their rows, then ``[batches, rows per batch]`` (int64). The epoch driver
-    counts ``num_batches`` for it."""
+    """Several consecutive batches of one length handed over as one item: each converted
+    part of all their rows, shaped ``[batches, rows per batch, ...]`` (a view: the rows are
+    already in batch order). The epoch driver counts ``num_batches`` for it."""
 
     num_batches: int
 
-    def __new__(cls, parts: tuple[Any, ...], num_batches: int, rows: int) -> BatchGroup:
-        item = super().__new__(cls, (*parts, np.array([num_batches, rows], dtype=np.int64)))
+    def __new__(cls, parts: tuple[Any, ...], num_batches: int) -> BatchGroup:
+        item = super().__new__(cls, tuple(p.reshape(num_batches, -1, *p.shape[1:]) for p in parts))
         item.num_batches = num_batches
         return item
 
@@ -66,7 +64,7 @@ class PassWork:
                                                 num_workers, self.columns, self.logical,
                                                 self.readahead, self.max_chunk, self.ahead_windows):
                 parts = convert(rows)
-                yield index, BatchGroup(parts, n, len(parts[0]) // n)
+                yield index, BatchGroup(parts, n)
             return
         for index, batch in decode_batches(self.dataset, self.plan, worker_id, num_workers,
                                            self.columns, self.logical, self.readahead,

@@ -189,13 +189,19 @@ class TFLoader(BatchLoader):
         return iter(self.driver)
 
     @tf.autograph.experimental.do_not_convert
-    def _assemble(self, *parts: tf.Tensor) -> dict[str, Any]:
+    def _assemble(self, *parts: tf.Tensor) -> Any:
         out, i = {}, 0
         for p in self.plans:
             n = 2 if p.kind == RAGGED else 1
             out[p.name] = p.from_parts(parts[i:i + n])
             i += n
-        return out
+        return self._element(out)
+
+    def _element(self, columns: dict[str, Any]) -> Any:
+        """The element's structure around its columns (specs or tensors): the dict itself. A
+        subclass may give another structure (compat: Petastorm's namedtuple); it is built once
+        per hand-over inside the source, not by a ``.map`` per batch."""
+        return columns
 
     def as_dataset(self) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of this loader's batches (see the class doc for epochs).
@@ -213,7 +219,7 @@ class TFLoader(BatchLoader):
         upcoming = self.driver.next_iteration_len()
         declared = upcoming if upcoming is not None and upcoming == len(self) else None
         ds = batch_source(functools.partial(self._iteration, declared), parts, self._assemble,
-                          self.element_spec, group=self._group)
+                          self._element(self.element_spec), group=self._group)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding

@@ -12,10 +12,13 @@ not importable (a TensorFlow that moved it), it falls back to ``from_generator``
 
 Even bare, the call costs 100-200 us a batch. With ``group > 1`` one call hands over a
 :class:`~petastream.pipeline.work.BatchGroup`: the rows of several consecutive batches of one
-length, decoded and converted at once (no per-batch Python in the decode threads either), and
-the graph reshapes them to ``[batches, rows, ...]`` and slices them apart (C++, no copy per
-batch). That needs every part to have a fixed row shape (:func:`groupable`: dense and string
-columns).
+length, decoded and converted at once (no per-batch Python in the decode threads either),
+each part shaped ``[batches, rows, ...]``. The element's structure (dict or namedtuple) is
+assembled once per group and ``unbatch`` (C++) cuts the batches apart: no function runs per
+batch inside tf.data either. Measured on an in-memory source of 300k rows in groups of 16,
+eager iteration: 165-173 us a batch, against 294-334 us for the slices + ``flat_map`` +
+per-batch ``map`` this replaced (the floor, ``tf.convert_to_tensor`` in a loop: 185 us). That
+needs every part to have a fixed row shape (:func:`groupable`: dense and string columns).
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ def batch_source(start: Callable[[], Iterator[tuple[np.ndarray, ...]]], parts: t
     passes = _Passes(start)
     dtypes = [s.dtype for s in parts]
     if group > 1:
-        return _grouped(passes, parts, assemble)
+        return _grouped(passes, parts, assemble, element_spec)
 
     def fetch(key: tf.Tensor) -> Any:
         return tf.numpy_function(passes.next, [key], dtypes, stateful=True)
@@ -128,27 +131,15 @@ def _per_pass(passes: _Passes, fetch: Callable[[tf.Tensor], Any], specs: tuple[t
     return tf.data.Dataset.from_tensors(np.int64(0)).flat_map(one_pass)
 
 
-def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callable[..., Any]
-             ) -> tf.data.Dataset:
-    dtypes = [s.dtype for s in parts] + [tf.int64]
-    rows = [tf.TensorSpec([None, *s.shape[1:]], s.dtype) for s in parts]
-    group_spec = (*rows, tf.TensorSpec([2], tf.int64))
+def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callable[..., Any],
+             element_spec: Any) -> tf.data.Dataset:
+    # Each part comes as [batches, rows, ...]: assemble the elements' structure once per group
+    # (set_shape, dicts: no per-batch function call) and let unbatch (C++) cut the batches.
+    groups = tuple(tf.TensorSpec([None, *s.shape], s.dtype) for s in parts)
+    dtypes = [s.dtype for s in parts]
 
     def fetch(key: tf.Tensor) -> Any:
         return tf.numpy_function(passes.next, [key], dtypes, stateful=True)
 
-    @tf.autograph.experimental.do_not_convert
-    def split(*flat: tf.Tensor) -> tf.data.Dataset:
-        # [batches * rows, ...] -> [batches, rows, ...]: a reshape, no copy; then one slice each.
-        cols, shape = flat[:-1], flat[-1]
-        return tf.data.Dataset.from_tensor_slices(
-            tuple(tf.reshape(c, tf.concat([shape, tf.shape(c, out_type=tf.int64)[1:]], 0)) for c in cols))
-
-    @tf.autograph.experimental.do_not_convert
-    def finish(*cols: tf.Tensor) -> Any:
-        for col, spec in zip(cols, parts):
-            col.set_shape(spec.shape)
-        return assemble(*cols)
-
-    groups = _per_pass(passes, fetch, group_spec, lambda *flat: tuple(flat), group_spec)
-    return groups.flat_map(split).map(finish)
+    group_spec = tf.nest.map_structure(lambda s: tf.TensorSpec([None, *s.shape], s.dtype), element_spec)
+    return _per_pass(passes, fetch, groups, assemble, group_spec).unbatch()
