@@ -86,6 +86,24 @@ def test_shuffled_read_with_repeats_across_shards(mixed, monkeypatch, force_arro
     _assert_rows(ds.read(ids[:80]), ds, ids[:80])
 
 
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_fixed_size_rows_across_shards_land_in_contiguous_columns(tmp_path, compression):
+    # All-fixed layouts gather packed rows from every shard into one table, then cut it.
+    data = {k: v for k, v in _rows().items() if k in ("_id", "_pair", "b_val", "e_f64", "f_mat")}
+    url = str(tmp_path / "fixed")
+    write_mds(data, url, columns={k: COLUMNS[k] for k in data}, size_limit=2048, compression=compression)
+    ds = petastream.open(url)
+    assert ds.num_shards > 3 and ds.layout.all_fixed
+    ids = np.concatenate([np.random.default_rng(3).permutation(N), [5, 5, N - 1]])
+    got = ds.read(ids)
+    for name, values in data.items():
+        assert got[name].flags.c_contiguous and got[name].dtype == values.dtype
+        np.testing.assert_array_equal(got[name], values[ids])
+    assert ds.read(ids, columns=["f_mat"]).keys() == {"f_mat"}
+    with pytest.raises(KeyError, match="no column 'nope'"):
+        ds.read(ids, columns=["nope"])
+
+
 def test_shard_read_in_any_order(mixed):
     ds, data = mixed
     shard = ds.shard(1)

@@ -9,7 +9,8 @@ import numpy as np
 
 from petastream.mds.ndarray import Ragged
 
-__all__ = ["concat_columns", "take_columns", "scatter_columns", "num_rows", "WIDEN_UNSIGNED", "widen_unsigned"]
+__all__ = ["concat_columns", "take_columns", "scatter_columns", "split_rows", "num_rows", "WIDEN_UNSIGNED",
+           "widen_unsigned"]
 
 #: Unsigned dtypes that torch and TensorFlow handle poorly, and the signed type that holds them
 #: (Petastorm's mapping: uint16 -> int32, uint32 -> int64).
@@ -73,6 +74,24 @@ def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndar
             else:
                 col[pos] = src
         out[name] = col
+    return out
+
+
+def split_rows(rows: np.ndarray, dtype: np.dtype, wanted: Sequence[str]) -> dict[str, np.ndarray]:
+    """Packed rows (``V<itemsize>`` items of the structured ``dtype``) -> one C-contiguous
+    array per wanted column. Each column is copied as opaque items of its own size through a
+    strided view: about twice as fast as numpy's copy of an unaligned strided field, and the
+    batches sliced from it need no copy of their own before torch or TensorFlow take them."""
+    n = len(rows)
+    out = {}
+    for name in wanted:
+        if n == 0:
+            out[name] = np.empty((0, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
+            continue
+        field, offset = dtype.fields[name][:2]
+        items = np.ndarray((n,), dtype=np.dtype((np.void, field.itemsize)), buffer=rows,
+                           offset=offset, strides=(dtype.itemsize,))
+        out[name] = items.copy().view(field.base).reshape(n, *field.shape)
     return out
 
 

@@ -20,7 +20,7 @@ import builtins
 import hashlib
 import mmap
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -207,7 +207,6 @@ class MDSDataset:
 
     def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""
-        from petastream.mds.columns import scatter_columns
         from petastream.stream.grouping import group_by_shard
 
         ids = np.asarray(ids, dtype=np.int64)
@@ -219,9 +218,35 @@ class MDSDataset:
         if len(groups) == 1:  # one shard: read in the order asked, straight into place
             g = groups[0]
             return self.read_shard(g.shard, ids - self.shard_offsets[g.shard], columns)
-        parts = [self.read_shard(g.shard, g.local_ids, columns) for g in groups]
-        positions = [g.positions for g in groups]
-        return scatter_columns(parts, positions, len(ids))
+        return self.read_parts(groups, len(ids), columns)
+
+    def read_parts(self, groups: Iterable[Any], n: int, columns: list[str] | None = None) -> dict[str, Any]:
+        """One block of ``n`` rows from several shards: each group (``shard``, ``local_ids``,
+        ``positions``; the groups' positions cover ``0..n-1`` once) read in the order given,
+        its row ``j`` landing at row ``positions[j]``.
+
+        All-fixed-size layouts gather packed rows straight into one table and cut it into
+        contiguous columns (py-spy, 1M 'tabular' rows over 2 shards: copying each shard's
+        strided columns and scattering them was 23% of the decode thread); others decode each
+        shard's columns and scatter them.
+        """
+        from petastream.mds.columns import scatter_columns, split_rows
+
+        if self.layout is not None and self.layout.all_fixed:
+            wanted = list(self.layout.names) if columns is None else list(columns)
+            for c in wanted:
+                if c not in self.layout.names:
+                    raise KeyError(f"no column {c!r}; columns are {list(self.layout.names)}")
+            dtype = self.layout.fixed_dtype()
+            rows = np.empty(n, dtype=np.dtype((np.void, dtype.itemsize)))
+            for g in groups:
+                rows[g.positions] = self.shard(g.shard).fixed_rows(g.local_ids)
+            return split_rows(rows, dtype, wanted)
+        parts, positions = [], []
+        for g in groups:
+            parts.append(self.read_shard(g.shard, g.local_ids, columns))
+            positions.append(g.positions)
+        return scatter_columns(parts, positions, n)
 
     # -- shard files -------------------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:

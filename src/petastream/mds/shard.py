@@ -146,15 +146,25 @@ class ShardData:
         return self._read_mixed(ids, wanted)
 
     def _read_fixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
+        table = self._fixed_table()
+        if ids is not None:  # rows as opaque items: a fancy index of a structured array is far slower
+            table = table.view(np.dtype((np.void, table.dtype.itemsize)))[ids].view(table.dtype)
+        return {c: table[c] for c in wanted}
+
+    def fixed_rows(self, ids: np.ndarray) -> np.ndarray:
+        """Samples ``ids`` (checked, in range) of an all-fixed-size layout as packed rows, one
+        opaque ``V<row bytes>`` item each: what a read across shards writes into one table
+        (:func:`petastream.mds.columns.split_rows` cuts it into columns)."""
+        table = self._fixed_table()
+        return table.view(np.dtype((np.void, table.dtype.itemsize)))[ids]
+
+    def _fixed_table(self) -> np.ndarray:
         dtype = self.layout.fixed_dtype()
         n = self.num_samples
         start = int(self.offsets[0]) if n else 0
         if n and int(self.offsets[-1]) - start != n * dtype.itemsize:
             raise CorruptShardError(f"shard {self.name}: sample sizes do not match the fixed-size columns")
-        table = np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
-        if ids is not None:  # rows as opaque items: a fancy index of a structured array is far slower
-            table = table.view(np.dtype((np.void, dtype.itemsize)))[ids].view(dtype)
-        return {c: table[c] for c in wanted}
+        return np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
 
     def _read_mixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
         layout = self.layout

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from petastream.mds.columns import scatter_columns
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
 
@@ -58,11 +57,7 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
     if len(groups) == 1:
         shard = groups[0].shard
         return ds.read_shard(shard, chunk.ids - ds.shard_offsets[shard], columns)
-    parts, positions = [], []
-    for g in _arrival_order(ds, groups, chunk_shards(chunk)):
-        parts.append(ds.read_shard(g.shard, g.local_ids, columns))
-        positions.append(g.positions)
-    return scatter_columns(parts, positions, len(chunk.ids))
+    return ds.read_parts(_arrival_order(ds, groups, chunk_shards(chunk)), len(chunk.ids), columns)
 
 
 def _arrival_order(ds: MDSDataset, groups: list[Any], need: list[int]) -> Iterator[Any]:
