@@ -107,10 +107,11 @@ def test_groups_ramp_up_and_cover_the_pass_once(dataset):
     assert [a for a, _ in ranges[1:]] == [b for _, b in ranges[:-1]] and ranges[-1][1] == plan.num_batches
 
 
-def test_the_first_chunk_is_out_before_the_next_ones_are_computed():
+@pytest.mark.parametrize("in_place", [True, False])
+def test_the_first_chunk_waits_for_the_look_ahead_only_where_shards_are_fetched(in_place):
     # Read-ahead announces the shards of the chunks after the current one; for the first chunk
-    # that would mean computing the ids of the ramp's larger chunks (a whole small epoch)
-    # before the first batch.
+    # that means computing the ids of the ramp's larger chunks (a whole small epoch) before
+    # the first batch: worth it where those shards download, not where they are mapped in place.
     from petastream.pipeline.decode import _announced
 
     class Chunk:
@@ -128,10 +129,23 @@ def test_the_first_chunk_is_out_before_the_next_ones_are_computed():
             yield Chunk(k)
 
     class Dataset:
+        reads_in_place = in_place
+
         def prefetch(self, shards):
             told.append(list(shards))
 
     out = _announced(Dataset(), chunks(), depth=2)
-    assert next(out).k == 0 and pulled == [0] and told == [[0]]
-    assert [c.k for c in out] == [1, 2, 3, 4]
-    assert told == [[0], [1, 2, 3], [2, 3, 4], [3, 4], [4]]
+    assert next(out).k == 0
+    if in_place:
+        assert pulled == [0] and told == [[0]]
+        assert [c.k for c in out] == [1, 2, 3, 4]
+        assert told == [[0], [1, 2, 3], [2, 3, 4], [3, 4], [4]]
+    else:
+        assert pulled == [0, 1, 2] and told == [[0, 1, 2]]
+        assert [c.k for c in out] == [1, 2, 3, 4]
+
+
+def test_local_uncompressed_shards_read_in_place(dataset, tmp_path):
+    assert not dataset.reads_in_place  # zstd: decompressed into the cache first
+    write_mds({"id": np.arange(10)}, str(tmp_path / "raw"), compression=None)
+    assert petastream.open(str(tmp_path / "raw")).reads_in_place

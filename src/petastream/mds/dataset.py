@@ -116,6 +116,7 @@ class MDSDataset:
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
         self.logical_dtypes = logical_dtypes(self.column_info)
         self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
+        self._all_in_place = all(p is not None for p in self._in_place)
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
                                 workers=prefetch_workers, **self._budgets())
         self.cache.protect(self._keys_needed_soon)
@@ -291,6 +292,12 @@ class MDSDataset:
 
     def _cost(self, i: int) -> tuple[int, bool]:
         return self.sources.raw_bytes(i), self._in_place[i] is None
+
+    @property
+    def reads_in_place(self) -> bool:
+        """Whether every shard is mapped where it lies (local, uncompressed): read-ahead has
+        nothing to fetch or decompress, at most a hash to check once per process."""
+        return self._all_in_place
 
     def _cheap(self, i: int) -> bool:
         path = self._in_place[i]

@@ -17,9 +17,11 @@ byte copied; these gathers avoid it:
   ``binary_view`` array over the buffer: one 16-byte view per range (its length and, up to
   12 bytes, the bytes themselves; else a 4-byte prefix and the position), built with a few
   numpy operations and pointing into the buffer in any order. Nothing is sorted and no value
-  is copied until ``to_numpy`` makes each ``bytes``/``str`` object straight from the buffer:
-  the take above copies every value once more and sorts the positions first (py-spy: take,
-  sort and objects were 45% of a binary-column epoch; this path halves it).
+  is copied until ``to_numpy`` makes each ``bytes``/``str`` object straight from the buffer,
+  where the take above sorts the positions and copies every value once more first. Measured
+  (1M 'binary' rows, 64k shuffled ids): 245 -> 205 us per 1024 rows for the two var-size
+  columns, 539 -> 491 us for the whole read. The objects' own creation (and the cache miss
+  on each value) is what remains.
 
 Every range is bounds-checked against the buffer *before* Arrow touches memory.
 """

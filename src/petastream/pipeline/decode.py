@@ -91,9 +91,11 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
     The whole window is told every time: the shard cache treats shards no longer asked for as
     no longer needed soon (evictable).
 
-    The first chunk goes out with its own shards only (and ``beyond``): the chunks after it
-    are the ramp's larger ones, and computing their ids first (every id of a small epoch,
-    ~10 ms at 300k) would delay the first batch; they are told once it is out."""
+    Where nothing is fetched (``ds.reads_in_place``: local shards mapped where they lie) the
+    first chunk goes out with its own shards only (and ``beyond``): the chunks after it are the
+    ramp's larger ones, and computing their ids first (every id of a small epoch, ~10 ms at
+    300k) would delay the first batch for a read-ahead with nothing to do; they are told once
+    it is out. Elsewhere they are told first, so their downloads start with the first one's."""
     prefetch = getattr(ds, "prefetch", None)
     if prefetch is None or (depth <= 0 and beyond is None):
         yield from chunks
@@ -105,7 +107,7 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
         prefetch([s for _, shards in window for s in shards] + more)
         return window.popleft()[0]
 
-    first = True
+    first = bool(getattr(ds, "reads_in_place", False))
     for chunk in chunks:
         window.append((chunk, chunk_shards(chunk)))
         if first or len(window) > depth:

