@@ -60,7 +60,8 @@ class TFLoader(BatchLoader):
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
     * ``batches_per_call``: up to this many consecutive batches (default 16) are decoded,
       converted and handed to TensorFlow at once, and cut apart inside the graph: no Python
-      per batch on either side (1.7x the rows/s of one batch per call on 'tabular' rows). Columns
+      per batch on either side (1.7x the rows/s of one batch per call on 'tabular' rows). An
+      epoch starts with groups of 1, 2, 4 and 8 batches (its first batch waits for one). Columns
       with a varying row shape (ragged) and a ``transform`` (called per batch) take one batch
       per hand-over. Plain ``state_dict()`` counts every batch handed over, so it may stand up
       to ``batches_per_call - 1`` batches ahead of a loop that reads nothing ahead itself:
