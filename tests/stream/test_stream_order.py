@@ -156,3 +156,10 @@ def test_block_finder_matches_a_binary_search(rng):
         q = rng.integers(cum[b0], cum[b1], 200)
         expected = np.searchsorted(cum, q, side="right") - 1
         assert np.array_equal(_BlockFinder(cum, b0, b1).blocks(q), expected), (lengths, b0, b1)
+    # A span needing more buckets than the cap (a huge window around a one-sample block)
+    # keeps the binary search, with the same answers.
+    cum = np.array([0, 1, 3_000_000, 3_000_001, 5_000_000])
+    finder = _BlockFinder(cum, 0, 4)
+    assert finder.table is None
+    q = rng.integers(0, 5_000_000, 1000)
+    assert np.array_equal(finder.blocks(q), np.searchsorted(cum, q, side="right") - 1)

@@ -214,8 +214,11 @@ class _BlockFinder:
     Buckets are ``2**shift`` positions, no longer than the shortest block, so a bucket holds at
     most one block start: the block at a bucket's first position, or the next one. The table
     has one int32 per bucket (at most one per position of the span: ~1 MB for a window of
-    262,144 around a one-sample block, usually ``block_size`` times less).
+    262,144 around a one-sample block, usually ``block_size`` times less). A span that would
+    need more than :data:`MAX_BUCKETS` (a huge window around a tiny block) keeps the search.
     """
+
+    MAX_BUCKETS = 1 << 20
 
     def __init__(self, cum: np.ndarray, b0: int, b1: int) -> None:
         self.span = (b0, b1)
@@ -225,13 +228,19 @@ class _BlockFinder:
         starts = self.edges[:-1] - self.base
         self.shift = max(0, int(np.diff(self.edges).min()).bit_length() - 1) if starts.size else 0
         buckets = ((int(self.edges[-1]) - self.base - 1) >> self.shift) + 1
-        # first bucket whose first position lies in each block: ceil(start / 2**shift)
-        first = -(-starts >> self.shift)
-        counts = np.diff(np.append(first, buckets))
-        self.table = np.repeat(np.arange(starts.size, dtype=np.int32), counts)
+        self.table: np.ndarray | None = None
+        if buckets <= self.MAX_BUCKETS:
+            # first bucket whose first position lies in each block: ceil(start / 2**shift)
+            first = -(-starts >> self.shift)
+            counts = np.diff(np.append(first, buckets))
+            self.table = np.repeat(np.arange(starts.size, dtype=np.int32), counts)
 
     def blocks(self, q: np.ndarray) -> np.ndarray:
         """Absolute block index of each P position in ``q`` (int64)."""
+        if self.table is None:
+            rel = np.searchsorted(self.edges, q, side="right")
+            rel += self.b0 - 1
+            return rel
         rel = self.table[(q - self.base) >> self.shift].astype(np.int64)
         rel += q >= self.edges[rel + 1]  # a block starting inside the bucket
         rel += self.b0
