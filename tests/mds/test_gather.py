@@ -127,7 +127,7 @@ def test_str_and_bytes_decode_ranges(monkeypatch, path):
     assert empty.dtype == object and empty.shape == (0,)
 
 
-needs_views = pytest.mark.skipif(not gather._views_supported(), reason="pyarrow < 16: no binary_view")
+needs_views = pytest.mark.skipif(not gather._views_supported(), reason="pyarrow < 17: no binary_view arrays over a buffer")
 
 
 @needs_views

@@ -296,8 +296,10 @@ def _arrow_to_objects(arr: Any, kind: str) -> np.ndarray:
     import pyarrow as pa
 
     if kind == "string":
+        # binary_view arrays (pyarrow 17+) cast to string_view, large_binary to large_string
+        view = getattr(pa, "binary_view", None) is not None and arr.type == pa.binary_view()
         try:  # zero-copy; validates UTF-8
-            arr = arr.cast(pa.string_view() if pa.types.is_binary_view(arr.type) else pa.large_string())
+            arr = arr.cast(pa.string_view() if view else pa.large_string())
         except pa.ArrowInvalid as e:
             raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
     if len(arr) == 0:

@@ -120,9 +120,15 @@ def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=np.int64)
     _check_ranges(data, starts, lengths)
-    n = len(starts)
-    if n and int(starts.max()) >= 1 << 31:
+    if len(starts) and int(starts.max()) >= 1 << 31:
         return None
+    return _views(data, starts, lengths)
+
+
+def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
+    import pyarrow as pa
+
+    n = len(starts)
     views = np.zeros((n, 4), dtype=np.int32)  # [length, 12 inline bytes] or [length, prefix, 0, start]
     if n:
         views[:, 0] = lengths
@@ -160,14 +166,17 @@ _VIEWS: list[bool] = []
 
 
 def _views_supported() -> bool:
-    """Whether this pyarrow builds ``binary_view`` arrays and turns them into objects (16+)."""
+    """Whether this pyarrow builds ``binary_view`` arrays over a data buffer and turns them
+    into objects: the exact calls :func:`_views` makes (pyarrow 16.0 has the type but not
+    ``from_buffers`` with a data buffer; 17+ has both)."""
     if not _VIEWS:
         import pyarrow as pa
 
+        data = np.frombuffer(b"a" + b"b" * 20, dtype=np.uint8)
         try:
-            probe = pa.array([b"a", b"b" * 20], pa.binary_view())
+            probe = _views(data, np.array([0, 1]), np.array([1, 20]))
             _VIEWS.append(probe.to_numpy(zero_copy_only=False).tolist() == [b"a", b"b" * 20])
-        except (AttributeError, NotImplementedError, pa.ArrowException, TypeError):
+        except (AttributeError, NotImplementedError, pa.ArrowException, TypeError, ValueError):
             _VIEWS.append(False)
     return _VIEWS[0]
 
