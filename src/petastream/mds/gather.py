@@ -112,8 +112,6 @@ def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
 
     ``data`` must stay alive and unchanged while the array is used.
     """
-    import pyarrow as pa
-
     if not _views_supported():
         return None
     data = _as_bytes(data)

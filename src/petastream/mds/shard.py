@@ -152,9 +152,10 @@ class ShardData:
         return {c: table[c] for c in wanted}
 
     def fixed_rows(self, ids: np.ndarray) -> np.ndarray:
-        """Samples ``ids`` (checked, in range) of an all-fixed-size layout as packed rows, one
-        opaque ``V<row bytes>`` item each: what a read across shards writes into one table
-        (:func:`petastream.mds.columns.split_rows` cuts it into columns)."""
+        """Samples ``ids`` of an all-fixed-size layout as packed rows, one opaque ``V<row
+        bytes>`` item each: what a read across shards writes into one table
+        (:func:`petastream.mds.columns.split_rows` cuts it into columns). The caller has
+        checked ``ids`` (the dataset's read does, per dataset)."""
         table = self._fixed_table()
         return table.view(np.dtype((np.void, table.dtype.itemsize)))[ids]
 
