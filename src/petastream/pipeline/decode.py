@@ -125,6 +125,21 @@ def _next_windows(order: Any, count: int) -> Callable[[Any], list[int]]:
     return beyond
 
 
+def _chunk_limit(ds: MDSDataset, plan: Any, max_chunk: int | None) -> int:
+    size = chunk_samples(ds, plan.order.window)
+    return size if max_chunk is None else min(size, max_chunk)
+
+
+def _decoded(ds: MDSDataset, plan: Any, chunks: Iterator[Any], columns: list[str] | None, logical: bool,
+             readahead: int, ahead_windows: int) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each chunk with its decoded block (logical dtypes unless ``logical`` is False), its
+    shards announced ahead as :func:`_announced` says."""
+    dtypes = ds.logical_dtypes if logical else {}
+    beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
+    for chunk in _announced(ds, chunks, readahead, beyond):
+        yield chunk, apply_logical(read_chunk(ds, chunk, columns), dtypes)
+
+
 def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
                    columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
                    max_chunk: int | None = None, ahead_windows: int = 0,
@@ -139,13 +154,9 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
     also announce the shards of this many shuffle windows past each chunk's (read-ahead by
     window, for a window fitted to a bounded cache).
     """
-    dtypes = ds.logical_dtypes if logical else {}
-    size = chunk_samples(ds, plan.order.window)
-    size = size if max_chunk is None else min(size, max_chunk)
+    size = _chunk_limit(ds, plan, max_chunk)
     chunks = plan.chunks(worker_id, num_workers, max_samples=size, first_samples=min(size, _FIRST_CHUNK))
-    beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
-    for chunk in _announced(ds, chunks, readahead, beyond):
-        block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
+    for chunk, block in _decoded(ds, plan, chunks, columns, logical, readahead, ahead_windows):
         for i in range(chunk.num_batches):
             yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
 
@@ -177,11 +188,8 @@ def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num
     consumer that takes several batches per hand-over (no per-batch Python on either side).
     Chunks hold whole groups and grow as in :func:`decode_batches`; read-ahead is the same.
     """
-    dtypes = ds.logical_dtypes if logical else {}
     ranges = group_ranges(plan, group)[worker_id::num_workers]
-    size = chunk_samples(ds, plan.order.window)
-    size = size if max_chunk is None else min(size, max_chunk)
-    cap = max(1, size // plan.batch_size)  # batches per chunk, at least one whole group
+    cap = max(1, _chunk_limit(ds, plan, max_chunk) // plan.batch_size)  # batches per chunk, at least one whole group
     pending: deque[list[tuple[int, int, int]]] = deque()  # (group, first, stop) of each chunk
 
     def chunks() -> Iterator[Any]:
@@ -198,9 +206,7 @@ def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num
             pending.append(picked)
             yield plan.chunk_of(np.concatenate([np.arange(a, b) for _, a, b in picked]))
 
-    beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
-    for chunk in _announced(ds, chunks(), readahead, beyond):
-        block = apply_logical(read_chunk(ds, chunk, columns), dtypes)
+    for chunk, block in _decoded(ds, plan, chunks(), columns, logical, readahead, ahead_windows):
         j = 0
         for g, a, b in pending.popleft():
             yield g, slice_columns(block, int(chunk.bounds[j]), int(chunk.bounds[j + b - a])), b - a
