@@ -20,6 +20,7 @@ import numpy as np
 
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
+from petastream.stream.plan import RAMP
 
 __all__ = ["read_chunk", "decode_batches", "decode_groups", "group_ranges", "slice_columns",
            "chunk_samples", "chunk_shards"]
@@ -202,7 +203,7 @@ def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num
                 picked.append((worker_id + k * num_workers, a, b))
                 count += b - a
                 i += 1
-            want = min(cap, want * 4)
+            want = min(cap, want * RAMP)  # as plan.chunks grows them
             pending.append(picked)
             yield plan.chunk_of(np.concatenate([np.arange(a, b) for _, a, b in picked]))
 
