@@ -121,15 +121,19 @@ def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -
                               ("petastream-compat", None, f"petastream compat {call}")):
         if (peer or "compat") not in peers:
             continue
-        drops = [[]]
+        drops = [([], "thread")]
         if impl == "petastorm" and framework == "torch" and workload == "binary":
-            drops.append(["payload", "name"])
-        for drop in drops:
+            drops.append((["payload", "name"], "thread"))
+        if impl == "petastream-compat" and framework == "tf":  # its own worker processes
+            drops.append(([], "process"))
+        for drop, pool in drops:
             cache = os.path.join(paths["root"], f"cache-{impl}-{framework}")
             cli = ["--impl", impl, "--framework", framework, "--parquet", paths["parquet"],
                    "--cache-dir", cache, "--rows", str(n), "--repeat", str(repeat)]
             if drop:
                 cli += ["--drop", *drop]
+            if pool != "thread":
+                cli += ["--pool", pool]
             res = run_runner("petastorm_epoch.py", cli, peer, timeout)
             note = shuffle if impl == "petastorm" else "same script, import from petastream.compat"
             if drop:
@@ -137,6 +141,9 @@ def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -
             mat = _materialize_note(res)
             note = f"{note}; {mat}" if mat else note
             name = label + (f", {'+'.join(drop)} DROPPED" if drop else "")
+            if pool != "thread":
+                name += f"(reader_pool_type='{pool}')"
+                note += "; a new context (and worker processes) per epoch, as the script does"
             runs.append((name, res, note_for(res, note)))
     return runs
 

@@ -5,7 +5,8 @@ Same workloads and data as :mod:`benchmarks.torch_epoch`. Rows:
 * floor: numpy permutation + gather + ``tf.convert_to_tensor`` per column, per batch;
 * petastream native ``petastream.tf.dataset(url, batch_size=1024, shuffle=True, seed=1,
   num_epochs=1, num_workers=W)``, built once and iterated eagerly once per epoch (each
-  iteration is the next epoch, as under Keras), W = 1 and 2 (warm-up, then best of 3);
+  iteration is the next epoch, as under Keras), W = 1 and 2 (warm-up, then best of 3), with
+  decode threads (the default) and with ``worker_type="process"``;
 * petastream compat ``make_tf_dataset`` and Petastorm's converter ``make_tf_dataset(
   batch_size=1024, num_epochs=1)``: the same script, Petastorm's in its own env.
 
@@ -33,8 +34,8 @@ def floor(data: dict[str, np.ndarray]) -> float:
     return bench.tf_floor(data, BATCH)[1]  # shared with `petastream bench`
 
 
-def petastream_epochs(url: str, workers: int) -> bench.EpochFn:
-    return bench.tf_epochs(url, BATCH, workers)  # one dataset, iterated once per epoch
+def petastream_epochs(url: str, workers: int, worker_type: str = "thread") -> bench.EpochFn:
+    return bench.tf_epochs(url, BATCH, workers, worker_type=worker_type)  # one dataset, once per epoch
 
 
 def run(args: argparse.Namespace) -> list[Result]:
@@ -49,6 +50,9 @@ def run(args: argparse.Namespace) -> list[Result]:
         for workers in (1, 2):
             results.append(epoch_result(bench, f"petastream tf.dataset, {workers} worker(s)", n,
                                         petastream_epochs(paths["mds"], workers)))
+        for workers in (1, 2):
+            results.append(epoch_result(bench, f"petastream tf.dataset, {workers} worker process(es)", n,
+                                        petastream_epochs(paths["mds"], workers, "process")))
         for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args):
             results.append(peer_result(bench, n, variant, res, note))
     return results

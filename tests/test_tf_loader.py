@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import petastream.tf as ptf
+from petastream.errors import InvalidArgumentError
 from petastream.mds.writer import write_mds
 from petastream.tf import NonUniformArrayError, TFLoader
 
@@ -477,3 +478,66 @@ def test_batch_groups_under_a_cache_fitted_shuffle_fit_its_chunks(tmp_path):
     assert work.max_chunk is not None and 1 <= work.group * 100 <= max(100, work.max_chunk)
     ids = np.concatenate([b["id"].numpy() for b in loader.as_dataset()])
     np.testing.assert_array_equal(np.sort(ids), np.arange(6000))
+
+
+# -- decode in worker processes (worker_type="process") --------------------------------------
+
+def _numpy(batch):
+    return {k: (v.to_list() if isinstance(v, tf.RaggedTensor) else v.numpy().tolist()) for k, v in batch.items()}
+
+
+@pytest.mark.parametrize("per_call", [1, 16])
+def test_process_workers_give_the_thread_stream_for_every_type(typed_url, per_call):
+    kw = dict(columns=TYPED, shuffle=True, seed=2, num_epochs=1, num_workers=2, batches_per_call=per_call)
+    threads = TFLoader(typed_url, 4, **kw)
+    procs = TFLoader(typed_url, 4, worker_type="process", **kw)
+    try:
+        ds_t, ds_p = threads.as_dataset(), procs.as_dataset()
+        for _ in range(2):  # the same dataset iterated twice: two epochs on the same workers
+            want, got = [_numpy(b) for b in ds_t], [_numpy(b) for b in ds_p]
+            assert got == want and len(got) == 10
+        assert procs.element_spec == threads.element_spec
+    finally:
+        procs.close()
+
+
+def test_process_workers_resume_exactly_and_keep_batches_intact(url):
+    ref = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=9, num_epochs=1)]
+    loader = TFLoader(url, 32, shuffle=True, seed=9, num_epochs=1, worker_type="process", prefetch=1)
+    kept = []
+    try:
+        for k, b in enumerate(loader.as_dataset(), 1):
+            kept.append(b)  # tensors kept alive: their slots must not be overwritten under them
+            if k == 11:
+                state = loader.state_dict(steps=k)
+                break
+    finally:
+        loader.close()
+    assert [b["id"].numpy().tolist() for b in kept] == ref[:11]
+    rest = TFLoader(url, 32, shuffle=True, seed=9, num_epochs=1, worker_type="process")
+    rest.load_state_dict(state)
+    try:
+        assert [b["id"].numpy().tolist() for b in rest.as_dataset()] == ref[11:]
+    finally:
+        rest.close()
+
+
+def test_process_workers_under_keras_fit(url):
+    loader = TFLoader(url, 100, shuffle=True, seed=1, worker_type="process")
+    try:
+        ds = loader.as_dataset().map(lambda b: (b["x"] / N, b["label"]))
+        model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        history = model.fit(ds, epochs=2, verbose=0)
+        assert len(history.history["loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+        assert loader.state_dict()["epoch"] == 1
+    finally:
+        loader.close()
+
+
+def test_process_worker_errors_reach_the_loop(typed_url):
+    ds = ptf.dataset(typed_url, 8, columns=["tags"], ragged="uniform", worker_type="process")
+    with pytest.raises(tf.errors.OpError, match="expected to be the same length"):
+        list(ds)
+    with pytest.raises(InvalidArgumentError, match="worker_type must be 'thread' or 'process'"):
+        TFLoader(typed_url, 8, worker_type="fork")

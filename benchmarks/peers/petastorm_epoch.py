@@ -6,7 +6,8 @@ import differs, which is the migration petastream promises. Steps: a local[2] Sp
 reads the workload's Parquet, ``make_spark_converter(df)`` materializes it into a file:// cache
 dir (timed apart, reported as extra), then ``make_torch_dataloader(batch_size=1024,
 num_epochs=1)`` or ``make_tf_dataset(batch_size=1024, num_epochs=1)`` (defaults otherwise:
-``shuffle_row_groups=True``, thread pool) is iterated for one epoch, rows counted via ``id``.
+``shuffle_row_groups=True``, thread pool; ``--pool process``: ``reader_pool_type="process"``)
+is iterated for one epoch, rows counted via ``id``.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ def row_groups(cache_dir: str) -> tuple[int, int]:
     return len(files), sum(pq.ParquetFile(f).num_row_groups for f in files)
 
 
-def torch_epoch(converter) -> int:
-    with converter.make_torch_dataloader(batch_size=BATCH, num_epochs=1) as loader:
+def torch_epoch(converter, pool: str = "thread") -> int:
+    with converter.make_torch_dataloader(batch_size=BATCH, num_epochs=1, reader_pool_type=pool) as loader:
         return sum(len(b["id"]) for b in loader)
 
 
-def tf_epoch(converter) -> int:
-    with converter.make_tf_dataset(batch_size=BATCH, num_epochs=1) as ds:
+def tf_epoch(converter, pool: str = "thread") -> int:
+    with converter.make_tf_dataset(batch_size=BATCH, num_epochs=1, reader_pool_type=pool) as ds:
         return sum(int(b.id.shape[0]) for b in ds)
 
 
@@ -75,6 +76,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--drop", nargs="*", default=[], help="columns to drop before converting")
+    p.add_argument("--pool", choices=["thread", "process"], default="thread", help="reader_pool_type")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
@@ -91,7 +93,7 @@ def main() -> None:
         extra["parquet_files"], extra["row_groups"] = row_groups(args.cache_dir)
     epoch = torch_epoch if args.framework == "torch" else tf_epoch
     try:
-        out = timed_epochs(lambda: epoch(converter), args.rows, args.repeat, args.warmup)
+        out = timed_epochs(lambda: epoch(converter, args.pool), args.rows, args.repeat, args.warmup)
     except TypeError as e:
         out = {"error": f"unsupported: {describe(e)}"}
     except Exception as e:  # noqa: BLE001

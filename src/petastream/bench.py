@@ -122,7 +122,7 @@ def torch_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
 
 
 def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
-              limit: int | None = None) -> EpochFn:
+              limit: int | None = None, worker_type: str = "thread") -> EpochFn:
     """Shuffled epochs of one ``petastream.tf.dataset`` (each iteration of it is the next epoch),
     iterated eagerly once per call, as Keras does per epoch; the first call builds it."""
     def build() -> Any:
@@ -132,7 +132,7 @@ def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
         import petastream.tf as ptf
 
         return ptf.dataset(url, batch, shuffle=True, seed=seed, num_epochs=1, num_workers=workers,
-                           rank=0, world_size=1)
+                           rank=0, world_size=1, worker_type=worker_type)
 
     return _epochs(build, limit)
 

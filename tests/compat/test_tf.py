@@ -148,3 +148,19 @@ def test_tf_dataset_petastorm_args(spark, converter_env):
             pass
         assert reader_mock.call_args.kwargs["num_epochs"] == 1
         assert reader_mock.call_args.kwargs["workers_count"] == 2
+
+
+def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
+    """reader_pool_type='process' (Petastorm's process pool): the same stream from petastream's
+    worker processes, which the context manager's exit ends."""
+    conv = make_spark_converter(spark.range(500).selectExpr("id", "cast(id as float) * 2 as x").repartition(3))
+    streams, procs = {}, []
+    for pool in ("thread", "process"):
+        context = conv.make_tf_dataset(batch_size=64, num_epochs=2, seed=7, reader_pool_type=pool, workers_count=2)
+        with context as dataset:
+            streams[pool] = [(b.id.numpy().tolist(), b.x.numpy().tolist()) for b in dataset]
+            procs += [p for loader in context.reader._workers for p in loader._processes.pool._procs]
+        assert sorted(i for ids, _ in streams[pool] for i in ids) == sorted(list(range(500)) * 2)
+    assert streams["process"] == streams["thread"] and len(procs) == 2
+    for proc in procs:  # the context manager's exit ended them
+        assert proc.wait(timeout=10) is not None

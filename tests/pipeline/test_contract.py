@@ -73,6 +73,7 @@ class Kind:
 
 class TFKind(Kind):
     per_call = 1  # plain state_dict() is exact with one batch per hand-over
+    worker_type = "thread"
 
     def build(self, url, cfg, workers):
         from petastream.tf import TFLoader
@@ -80,7 +81,7 @@ class TFKind(Kind):
         loader = TFLoader(url, cfg["batch_size"], shuffle=cfg["shuffle"], seed=cfg["seed"],
                           num_epochs=cfg["num_epochs"], drop_last=cfg["drop_last"], rank=cfg["rank"],
                           world_size=cfg["world_size"], num_workers=workers, block_size=16, window=40,
-                          batches_per_call=self.per_call)
+                          batches_per_call=self.per_call, worker_type=self.worker_type)
         loader.ds = None  # built at the first iteration: after any load_state_dict, as users do
         return loader
 
@@ -106,6 +107,20 @@ class TFGroupsKind(TFKind):
     """Batch groups (several batches per hand-over): checkpoints from the loop's own count."""
 
     per_call = 5
+
+
+class TFProcessKind(TFGroupsKind):
+    """Batch groups decoded in worker processes (shared-memory hand-over, stale items of a
+    broken-off pass skipped)."""
+
+    worker_type = "process"
+    built: list = []
+
+    def build(self, url, cfg, workers):
+        for old in self.built:  # a loader the check replaced: stop its workers now, not at gc
+            old.close()
+        self.built[:] = [super().build(url, cfg, workers)]
+        return self.built[0]
 
 
 class IterableKind(Kind):
@@ -149,7 +164,7 @@ class CompatKind(Kind):
 
 
 KINDS = {k.name: k for k in (Kind("numpy"), Kind("thread"), Kind("process"), TFKind("tf"), TFGroupsKind("tf_groups"),
-                             IterableKind("iterable"), CompatKind("compat"))}
+                             TFProcessKind("tf_processes"), IterableKind("iterable"), CompatKind("compat"))}
 
 
 # -- the model -------------------------------------------------------------------------------
@@ -262,6 +277,13 @@ def test_contract_tf(url, cfg, steps):
 @given(cfg=configs, steps=ops)
 def test_contract_tf_batch_groups(url, cfg, steps):
     _check(KINDS["tf_groups"], url, cfg, steps)
+
+
+@_slow
+@given(cfg=configs, steps=ops)
+def test_contract_tf_processes(url, cfg, steps):
+    _check(KINDS["tf_processes"], url, cfg, steps)
+    KINDS["tf_processes"].built[0].close()
 
 
 @_slow

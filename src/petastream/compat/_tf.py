@@ -51,7 +51,10 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
             return Row(**columns)  # once per hand-over (a group of batches), not a .map per batch
 
     kwargs = reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0)
-    loader = ReaderLoader(reader.dataset, ragged="uniform", **kwargs)
+    worker_type = "process" if reader.pool_type == "process" else "thread"
+    loader = ReaderLoader(reader.dataset, ragged="uniform", worker_type=worker_type, **kwargs)
+    if worker_type == "process":
+        reader._workers.append(loader)  # the context manager's exit (reader.join) ends them
     dataset = loader.as_dataset()
     dataset = dataset.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
     return _v1(dataset)

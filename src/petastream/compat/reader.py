@@ -9,7 +9,8 @@ Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
 ``shuffle_row_drop_partitions``, ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
-loaders decode in DataLoader worker processes (other consumers use threads). ``predicate``, ``rowgroup_selector`` and ``filters``
+loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
+(:mod:`petastream.pipeline.processes`); iterating a Reader directly uses threads. ``predicate``, ``rowgroup_selector`` and ``filters``
 are refused with a clear error: filter the DataFrame before converting it.
 """
 
@@ -85,6 +86,7 @@ class Reader:
         self.Row = namedtuple("inferred_schema_view" if not transform_spec else "inferred_schema_transformed_view", out)
         self.stopped = False
         self.last_row_consumed = False
+        self._workers: list[Any] = []  # loaders whose worker processes join() ends
 
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
@@ -139,7 +141,11 @@ class Reader:
         self.stopped = True
 
     def join(self) -> None:
-        pass
+        """Petastorm's join waits for its worker pool; here it ends the worker processes of the
+        loaders reading this plan (``reader_pool_type="process"``), if any."""
+        for loader in self._workers:
+            loader.close()
+        self._workers.clear()
 
     def __enter__(self) -> Reader:
         return self

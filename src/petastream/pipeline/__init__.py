@@ -7,9 +7,10 @@ The data path of one iteration, stage by stage (each in its own module)::
           └ per pass, in each worker (work.py):
                 decode (decode.py)     chunks of the plan → bulk reads → batches; read-ahead
                 transform              the user's batch -> batch
-                convert                framework conversion (torch tensors, tf parts)
-          └ parallel execution       threads.py (ThreadRun), or DataLoader worker processes
-                                       (petastream.torch._processes)
+                convert                framework conversion (torch tensors, tf parts: parts.py)
+          └ parallel execution       threads.py (ThreadRun); processes.py (worker processes
+                                       of our own, shared-memory hand-over: arena.py), or
+                                       DataLoader worker processes (petastream.torch._processes)
           └ consumer-side stages     staging.py (MappedRun), device staging
                                        (petastream.torch._staging, tf prefetch_to_device)
 

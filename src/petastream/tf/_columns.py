@@ -31,30 +31,29 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, PetastreamError
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.columns import widen_unsigned
 from petastream.mds.ndarray import Ragged
+from petastream.pipeline.parts import (
+    DENSE,
+    RAGGED,
+    STRING,
+    UNIFORM,
+    ColumnParts,
+    NonUniformArrayError,
+)
 
 __all__ = ["ColumnPlan", "NonUniformArrayError", "plan_from_encoding", "plan_from_values", "plan_from_spec"]
 
-DENSE, STRING, RAGGED, UNIFORM = "dense", "string", "ragged", "uniform"
 _NUMERIC_KINDS = "biuf"
 _PARSED = {"str_int": np.dtype("int64"), "str_float": np.dtype("float64")}
 _STRINGS = {"str", "bytes", "str_decimal"}
 
 
-class NonUniformArrayError(PetastreamError, RuntimeError):
-    """``ragged="uniform"``: a batch holds arrays of different lengths (Petastorm's error)."""
-
-
 @dataclass(frozen=True)
-class ColumnPlan:
-    """``kind`` is dense, string, ragged or uniform; ``dtype``/``shape`` describe one row."""
-
-    name: str
-    kind: str
-    dtype: np.dtype | None = None
-    shape: tuple[int | None, ...] = ()
+class ColumnPlan(ColumnParts):
+    """A column's TensorFlow type and tensor; its numpy half (``to_parts``, run in the decode
+    workers) is :class:`~petastream.pipeline.parts.ColumnParts`."""
 
     # -- types --------------------------------------------------------------------------------
     def spec(self, batch: int | None) -> tf.TypeSpec:
@@ -72,104 +71,11 @@ class ColumnPlan:
     def _tf_dtype(self) -> tf.DType:
         return tf.string if self.kind == STRING else tf.as_dtype(self.dtype)
 
-    # -- values -------------------------------------------------------------------------------
-    def to_parts(self, col: Any) -> tuple[np.ndarray, ...]:
-        """Decoded column -> flat numpy arrays (decode threads; no per-row work for MDS types)."""
-        if self.kind == STRING:
-            return (self._strings(col),)
-        if self.kind in (RAGGED, UNIFORM):
-            values, splits = self._ragged(col)
-            if self.kind == RAGGED:
-                return values, splits
-            return (self._uniform(values, splits),)
-        return (self._dense(col),)
-
     def from_parts(self, parts: tuple[Any, ...]) -> Any:
         """Flat tensors -> the column's tensor (inside ``tf.data``)."""
         if self.kind == RAGGED:
             return tf.RaggedTensor.from_row_splits(parts[0], parts[1], validate=False)
         return parts[0]
-
-    def _dense(self, col: Any) -> np.ndarray:
-        if isinstance(col, Ragged) or (isinstance(col, np.ndarray) and col.dtype == object and len(col)
-                                       and isinstance(col[0], np.ndarray)):
-            raise InvalidArgumentTypeError(
-                f"column {self.name!r}: got arrays of varying length where {self._describe()} was "
-                "expected; declare it as ragged (tf.RaggedTensorSpec in output_signature) or make "
-                "the arrays one length")
-        arr = np.asarray(col)
-        if arr.dtype == object:  # str_int / str_float decode to Python numbers
-            arr = arr.astype(self.dtype)
-        if not np.can_cast(arr.dtype, self.dtype, "same_kind"):
-            raise InvalidArgumentTypeError(
-                f"column {self.name!r}: got {arr.dtype} values where {self._describe()} was "
-                f"expected; cast it in transform (e.g. batch[{self.name!r}].astype({self.dtype.name!r})) "
-                "or pass output_signature")
-        if not _shape_fits(arr.shape[1:], self.shape):
-            raise InvalidArgumentError(
-                f"column {self.name!r}: rows have shape {arr.shape[1:]}, expected {self.shape}; "
-                "a transform changed it: return one row shape for every batch or pass output_signature")
-        # Packed-record columns are strided, unaligned views: one contiguous copy per batch.
-        return np.ascontiguousarray(arr, dtype=self.dtype)
-
-    def _strings(self, col: Any) -> np.ndarray:
-        arr = col if isinstance(col, np.ndarray) else np.asarray(col, dtype=object)
-        if arr.dtype.kind in "US":
-            return arr
-        if arr.dtype != object:
-            raise InvalidArgumentTypeError(
-                f"column {self.name!r}: got {arr.dtype} values where strings (tf.string) were "
-                "expected; convert them in transform or pass output_signature")
-        if len(arr) and not isinstance(arr.flat[0], (str, bytes)):
-            if not isinstance(arr.flat[0], (Decimal, int, float)):
-                raise InvalidArgumentTypeError(
-                    f"column {self.name!r}: {type(arr.flat[0]).__name__} values have no TensorFlow "
-                    "type; drop the column (columns=) or convert it to numpy/str in transform")
-            return arr.astype(str)  # decimals as their exact text, as Petastorm
-        return arr  # TF encodes str as UTF-8 and takes bytes as they are
-
-    def _ragged(self, col: Any) -> tuple[np.ndarray, np.ndarray]:
-        if isinstance(col, Ragged):
-            values, splits = col.values, col.offsets.astype(np.int64, copy=False)
-            if len(splits) and splits[0] != 0:
-                values, splits = values[splits[0]:splits[-1]], splits - splits[0]
-        elif isinstance(col, np.ndarray) and col.dtype != object and col.ndim == 2:
-            n, length = col.shape  # a dense column of one length is ragged too
-            values, splits = col.reshape(-1), np.arange(n + 1, dtype=np.int64) * length
-        else:
-            rows = [np.asarray(v) for v in col]  # fallback (object arrays of arrays): per row
-            if any(r.ndim != 1 for r in rows):
-                shapes = sorted({r.shape for r in rows if r.ndim != 1})[:3]
-                raise InvalidArgumentTypeError(
-                    f"column {self.name!r}: holds arrays of shape {shapes}; only 1-D arrays of varying "
-                    "length become a RaggedTensor: reshape them in transform or write the column "
-                    "with a fixed shape (ndarray:<dtype>:<shape>)")
-            splits = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum([len(r) for r in rows], out=splits[1:])
-            values = np.concatenate(rows) if rows else np.zeros(0, self.dtype)
-        if not np.can_cast(values.dtype, self.dtype, "same_kind"):
-            raise InvalidArgumentTypeError(
-                f"column {self.name!r}: got {values.dtype} arrays where {self._describe()} was "
-                "expected; cast them in transform or pass output_signature")
-        return np.ascontiguousarray(values, dtype=self.dtype), splits
-
-    def _uniform(self, values: np.ndarray, splits: np.ndarray) -> np.ndarray:
-        n = len(splits) - 1
-        lengths = np.diff(splits)
-        if n and (lengths != lengths[0]).any():
-            raise NonUniformArrayError(
-                f"Length of all values in column '{self.name}' are expected to be the same length. "
-                f"Got the following set of lengths: '{', '.join(map(str, sorted(set(lengths.tolist()))))}'")
-        return values.reshape(n, int(lengths[0]) if n else 0)
-
-    def _describe(self) -> str:
-        if self.kind == RAGGED:
-            return f"ragged {self.dtype} arrays"
-        return f"{self.dtype} values of shape {self.shape}"
-
-
-def _shape_fits(actual: tuple[int, ...], declared: tuple[int | None, ...]) -> bool:
-    return len(actual) == len(declared) and all(d is None or d == a for a, d in zip(actual, declared))
 
 
 def _variable(name: str, dtype: np.dtype, ragged: str) -> ColumnPlan:

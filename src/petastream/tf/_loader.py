@@ -13,6 +13,8 @@ import tensorflow as tf
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.sidecar import apply_logical
 from petastream.pipeline import BatchLoader
+from petastream.pipeline.parts import ColumnParts, FlatParts
+from petastream.pipeline.processes import ProcessExecutor
 from petastream.tf._columns import (
     RAGGED,
     ColumnPlan,
@@ -25,16 +27,6 @@ from petastream.tf._source import batch_source, groupable, groups_supported
 __all__ = ["TFLoader", "dataset"]
 
 _RAGGED_MODES = ("ragged", "uniform")
-
-
-def _flat_parts(plans: list[ColumnPlan], batch: dict[str, Any]) -> tuple[np.ndarray, ...]:
-    """Workers: a batch as the flat numpy parts tf.data takes (see ``ColumnPlan.to_parts``)."""
-    missing = [p.name for p in plans if p.name not in batch]
-    if missing:
-        raise InvalidArgumentError(
-            f"batch lacks columns {missing} (it has {sorted(batch)}); a transform must return "
-            "the same columns for every batch, or fix output_signature")
-    return tuple(part for p in plans for part in p.to_parts(batch[p.name]))
 
 
 class TFLoader(BatchLoader):
@@ -68,6 +60,15 @@ class TFLoader(BatchLoader):
       checkpoint with ``state_dict(steps=k)``, exact in every case, or pass
       ``batches_per_call=1``.
 
+    * ``worker_type``: ``"thread"`` (default): decode threads in this process; or ``"process"``:
+      ``num_workers`` decode processes (:mod:`petastream.pipeline.processes`) that hand
+      batches over in shared memory, which TensorFlow takes without a copy. TensorFlow's
+      iterator runs Python per element and competes with decode threads for the GIL; in
+      processes the decode runs beside it (see docs/benchmarks.md for the measured gain). The
+      processes start at :meth:`as_dataset`, persist across epochs and end with :meth:`close`
+      or the loader's collection; a ``transform`` must then be importable (module level, not
+      ``__main__``). POSIX only.
+
     Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
     as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
     next one resumes the saved epoch. The dataset declares its cardinality (``len(loader)``
@@ -80,7 +81,10 @@ class TFLoader(BatchLoader):
     def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
                  input_context: Any = None, rank: int | None = None, world_size: int | None = None,
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
-                 batches_per_call: int = 16, **kwargs: Any):
+                 batches_per_call: int = 16, worker_type: str = "thread", **kwargs: Any):
+        if worker_type not in ("thread", "process"):
+            raise InvalidArgumentError(f"worker_type must be 'thread' or 'process', got {worker_type!r}")
+        self.worker_type = worker_type
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
             raise InvalidArgumentError(
                 f"batches_per_call must be an int >= 1 (batches handed to TensorFlow per Python call), "
@@ -92,8 +96,12 @@ class TFLoader(BatchLoader):
         super().__init__(dataset, batch_size, rank=rank, world_size=world_size, **kwargs)
         self.device = _check_device(device)
         self.ragged = ragged
+        # Processes persist across passes (each Keras epoch is a pass) and start early.
+        self._processes = (ProcessExecutor(self.num_workers, slots=self.prefetch + 2)
+                           if worker_type == "process" else None)
         self.plans: list[ColumnPlan] = self._plan(output_signature)
-        self._convert = functools.partial(_flat_parts, self.plans)
+        # TensorFlow-free, so that worker processes convert without importing TensorFlow
+        self._convert = FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in self.plans))
 
     @property
     def _group(self) -> int:
@@ -113,6 +121,18 @@ class TFLoader(BatchLoader):
         if work.max_chunk is not None:  # chunks fitted to a bounded cache: a group fits in one
             group = max(1, min(group, work.max_chunk // plan.batch_size))
         return dataclasses.replace(work, group=group)
+
+    # -- execution ---------------------------------------------------------------------------
+    def _execute(self, work: Any) -> Any:
+        if self.worker_type == "thread":
+            return super()._execute(work)
+        return self._processes(work)
+
+    def close(self) -> None:
+        """Stop the worker processes (``worker_type="process"``) now rather than when the loader
+        is collected; iterating again starts new ones."""
+        if self._processes is not None:
+            self._processes.close()
 
     # -- types --------------------------------------------------------------------------------
     @property
@@ -213,6 +233,8 @@ class TFLoader(BatchLoader):
         holds one batch in flight; see :meth:`state_dict` for pipelines that read ahead.
         """
         self.driver.check_nonempty()  # here, not as an error from inside a tf.data op
+        if self._processes is not None:
+            self._processes.start()  # the workers import while TensorFlow builds the pipeline
         parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
         # Declare the cardinality where every iteration has the same length (Keras then needs
         # no steps_per_epoch and does not warn that it ran out of data); a loader standing

@@ -1,0 +1,162 @@
+"""The worker process of :mod:`petastream.pipeline.processes`: ``python -m`` this module.
+
+It imports no framework (TensorFlow stays in the loader's process; the ``convert`` it runs is
+TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader over one socket
+(a :class:`multiprocessing.connection.Connection` passed as a file descriptor). Messages in:
+
+* ``("dataset", dataset)``: the dataset the next passes read (kept open across passes);
+* ``("pass", pid, work, w, W)``: produce ``work(w, W)``'s items (``PassWork`` with no dataset);
+* ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
+* ``("arena", path, slots, slot_bytes)`` or ``("arena", None, error)``: the arena asked for;
+* ``("free", gen, slot)``: the loader is done with a slot of arena ``gen``;
+* ``("exit",)`` or the socket closing: leave.
+
+Messages out: ``("item", pid, index, gen, slot, layout, n)`` (parts in shared memory),
+``("inline", pid, index, item, n)`` (no arena: the item pickled), ``("grow", bytes)`` (an item
+needs a bigger arena), ``("error", pid, pickled_exc, type_name, text, traceback)``,
+``("unloadable", pid, text)`` (the pass does not unpickle here) and ``("end", pid)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from petastream.pipeline.arena import Arena
+from petastream.pipeline.work import BatchGroup
+
+
+class _Stopped(Exception):
+    """The pass being produced was stopped by the loader."""
+
+
+class Worker:
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.dataset: Any = None
+        self.arena: Arena | None = None
+        self.gen = 0  # arenas made so far; frees of an older one are moot
+        self.free: set[int] = set()
+        self.no_arena = False  # the loader could not make one: items go inline
+        self.pid = -1
+
+    def serve(self) -> None:
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return  # the loader is gone
+            if msg[0] == "exit":
+                return
+            if msg[0] == "pass":
+                self.run(*msg[1:])
+            else:
+                self.handle(msg)
+
+    def handle(self, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "free":
+            if msg[1] == self.gen:
+                self.free.add(msg[2])
+        elif kind == "dataset":
+            if self.dataset is not None:
+                self.dataset.close()
+            self.dataset = msg[1]
+        elif kind == "stop":
+            if msg[1] == self.pid:
+                raise _Stopped
+        elif kind == "exit":
+            raise SystemExit(0)
+        elif kind == "arena":
+            if msg[1] is None:
+                self.no_arena = True
+            else:
+                self.arena = Arena.attach(*msg[1:])
+                self.gen += 1
+                self.free = set(range(self.arena.slots))
+        # a "pass" cannot come mid-pass: the loader stops the last one first
+
+    def send(self, msg: tuple[Any, ...]) -> None:
+        try:
+            self.conn.send(msg)
+        except OSError:  # the loader is gone (closed, or exited): leave quietly
+            raise SystemExit(0) from None
+
+    def pump(self, block: bool) -> None:
+        """Handle what the loader sent; ``block``: wait for at least one message."""
+        while block or self.conn.poll():
+            block = False
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                raise SystemExit(0) from None
+            self.handle(msg)
+
+    def run(self, pid: int, work: Any, w: int, num_workers: int) -> None:
+        self.pid = pid
+        items = None
+        try:
+            try:
+                work = dataclasses.replace(pickle.loads(work), dataset=self.dataset)
+            except Exception as e:  # e.g. a transform whose module this interpreter cannot see
+                self.send(("unloadable", pid, f"{type(e).__name__}: {e}"))
+                return
+            items = work(w, num_workers)
+            for index, item in items:
+                self.pump(block=False)
+                self.hand_over(index, item)
+            self.send(("end", pid))
+        except _Stopped:
+            pass
+        except SystemExit:
+            raise
+        except BaseException as e:  # the loader re-raises it, with this traceback attached
+            try:
+                exc = pickle.dumps(e)
+            except Exception:
+                exc = None  # unpicklable: its type's name and text survive
+            self.send(("error", pid, exc, type(e).__name__, str(e), traceback.format_exc()))
+        finally:
+            if items is not None:
+                items.close()  # stops the decode's read-ahead
+            self.pid = -1
+
+    def hand_over(self, index: int, item: Any) -> None:
+        n = None
+        if isinstance(item, BatchGroup):  # sent as its flat parts; the loader regroups them
+            n, item = item.num_batches, tuple(p.reshape(-1, *p.shape[2:]) for p in item)
+        arrays = item if isinstance(item, tuple) and all(isinstance(a, np.ndarray) for a in item) else None
+        if arrays is None:
+            self.send(("inline", self.pid, index, item, n))
+            return
+        need = Arena.size_of(arrays)
+        if self.arena is None or need > self.arena.slot_bytes:
+            if not self.no_arena:  # ask the loader for a bigger arena and wait for its answer
+                self.send(("grow", need))
+                while not self.no_arena and (self.arena is None or need > self.arena.slot_bytes):
+                    self.pump(block=True)
+            if self.arena is None or need > self.arena.slot_bytes:
+                self.send(("inline", self.pid, index, item, n))
+                return
+        while not self.free:
+            self.pump(block=True)
+        slot = self.free.pop()
+        layout = self.arena.pack(slot, arrays)
+        self.send(("item", self.pid, index, self.gen, slot, layout, n))
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the loader's to handle: it stops us
+    conn = Connection(int(sys.argv[1]))
+    Worker(conn).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Shared-memory slots: how worker processes hand decoded parts over without a copy here.
+
+An :class:`Arena` is ``slots`` equal slots in one file in ``/dev/shm`` (tmpfs), mapped by the
+loader's process and by one worker process. The worker copies an item's numeric parts into a
+free slot (:meth:`Arena.pack`, each part 64-byte aligned) and sends only their layout; this
+process wraps the slot as numpy views (:meth:`Arena.views`), which TensorFlow and torch take
+without copying (TensorFlow aliases any 64-byte-aligned numpy array and keeps it referenced
+while its tensor lives). The slot is leased until the last view of it is gone: ``views``
+returns the one base array every view hangs from (numpy collapses view chains onto it), and a
+``weakref.finalize`` on that base gives the slot back to the worker.
+
+Why a file of our own and not :class:`multiprocessing.shared_memory.SharedMemory`: before
+Python 3.13 every process that *attaches* a ``SharedMemory`` registers it with its resource
+tracker, which unlinks it (warning of a "leak") when that process exits, pulling the segment
+from under the others (cpython#82300). Here the file is unlinked as soon as both processes
+have mapped it, so nothing can leak: the memory goes with the last mapping, also when a
+process is killed. Its size is reserved up front (``posix_fallocate``): a full ``/dev/shm`` (64
+MB in a default Docker container) then fails here, with a clear error, instead of killing the
+worker with ``SIGBUS`` on a page it cannot get; it falls back to the temporary directory.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Arena", "ArenaError", "Layout"]
+
+ALIGN = 64  # TensorFlow wraps numpy memory without a copy only at EIGEN_MAX_ALIGN_BYTES (64)
+_PAGE = mmap.PAGESIZE
+
+Layout = list  # per part: ("shm", offset, dtype.str, shape) or ("obj", array) (sent inline)
+
+
+class ArenaError(OSError):
+    """No room for an arena in ``/dev/shm`` or the temporary directory."""
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def _directories() -> list[str]:
+    shm = "/dev/shm"
+    dirs = [shm] if os.path.isdir(shm) and os.access(shm, os.W_OK) else []
+    return dirs + [tempfile.gettempdir()]
+
+
+class Arena:
+    """``slots`` slots of ``slot_bytes`` bytes in a shared mapping (see the module doc)."""
+
+    def __init__(self, path: str, slots: int, slot_bytes: int, mm: mmap.mmap):
+        self.path, self.slots, self.slot_bytes, self._mm = path, slots, slot_bytes, mm
+
+    @classmethod
+    def create(cls, slots: int, slot_bytes: int) -> Arena:
+        """A new arena with room for items of ``slot_bytes`` (rounded up to pages); its file is
+        still linked, for the worker to :meth:`attach` (it unlinks it then)."""
+        slot_bytes = _round_up(max(slot_bytes, 1), _PAGE)
+        size = slots * slot_bytes
+        errors = []
+        for d in _directories():
+            fd, path = tempfile.mkstemp(prefix="petastream-arena-", dir=d)
+            try:
+                os.posix_fallocate(fd, 0, size)
+                return cls(path, slots, slot_bytes, mmap.mmap(fd, size))
+            except OSError as e:
+                errors.append(f"{d}: {e.strerror or e}")
+                os.unlink(path)
+            finally:
+                os.close(fd)
+        raise ArenaError(f"no room for {size} bytes of shared memory ({slots} slots of {slot_bytes}) "
+                         f"in {'; '.join(errors)}")
+
+    @classmethod
+    def attach(cls, path: str, slots: int, slot_bytes: int) -> Arena:
+        """Map an arena :meth:`create` made, and unlink its file: both processes hold it now."""
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mm = mmap.mmap(fd, slots * slot_bytes)
+        finally:
+            os.close(fd)
+        unlink(path)
+        return cls(path, slots, slot_bytes, mm)
+
+    # -- the worker's side --------------------------------------------------------------------
+    @staticmethod
+    def size_of(arrays: tuple[np.ndarray, ...]) -> int:
+        """Bytes :meth:`pack` needs for ``arrays`` (object arrays travel inline: none)."""
+        return sum(_round_up(a.nbytes, ALIGN) for a in arrays if not a.dtype.hasobject)
+
+    def pack(self, slot: int, arrays: tuple[np.ndarray, ...]) -> Layout:
+        """Copy the numeric ``arrays`` into ``slot``; the layout :meth:`views` rebuilds them
+        from. The caller checked :meth:`size_of` against ``slot_bytes``."""
+        layout: Layout = []
+        base, off = slot * self.slot_bytes, 0
+        for a in arrays:
+            if a.dtype.hasobject:  # Python objects cannot live in shared memory
+                layout.append(("obj", a))
+                continue
+            np.ndarray(a.shape, a.dtype, buffer=self._mm, offset=base + off)[...] = a
+            layout.append(("shm", off, a.dtype.str, a.shape))
+            off += _round_up(a.nbytes, ALIGN)
+        return layout
+
+    # -- the consumer's side ------------------------------------------------------------------
+    def views(self, slot: int, layout: Layout) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """``(base, arrays)``: the parts as views of ``slot``, each hanging from ``base``; the
+        slot is in use until ``base`` is collected (put a ``weakref.finalize`` on it)."""
+        base = np.frombuffer(self._mm, np.uint8, self.slot_bytes, slot * self.slot_bytes)
+        out = []
+        for part in layout:
+            if part[0] == "obj":
+                out.append(part[1])
+                continue
+            _, off, dtype, shape = part
+            dt = np.dtype(dtype)
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            out.append(base[off:off + n].view(dt).reshape(shape))
+        return base, tuple(out)
+
+
+def unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def copy_parts(arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Private copies of views (a slot that must go back to its worker at once)."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) and not a.dtype.hasobject else a for a in arrays)

@@ -1,0 +1,202 @@
+"""Worker processes of our own (``pipeline.processes``): same batches as threads, shared memory
+that is given back, errors with their type, dead workers reported, nothing left behind."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from petastream.errors import InvalidArgumentError
+from petastream.mds.writer import write_mds
+from petastream.pipeline import BatchLoader
+from petastream.pipeline.parts import DENSE, RAGGED, STRING, ColumnParts, FlatParts
+from petastream.pipeline.processes import ProcessExecutor, WorkerDiedError
+
+pytestmark = pytest.mark.timeout(180)
+N = 3000
+PARTS = FlatParts((ColumnParts("id", DENSE, np.dtype("int64")), ColumnParts("x", DENSE, np.dtype("float32"), (3,)),
+                   ColumnParts("s", STRING), ColumnParts("v", RAGGED, np.dtype("int32"))))
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("processes") / "ds")
+    write_mds({"id": np.arange(N), "x": np.arange(N * 3, dtype=np.float32).reshape(N, 3),
+               "s": np.array([f"row-{i}" for i in range(N)], dtype=object),
+               "v": np.array([np.full(i // 1000 + 1, i, np.int32) for i in range(N)], dtype=object)},
+              path, columns={"id": "int64", "x": "ndarray:float32:3", "s": "str", "v": "ndarray:int32"},
+              size_limit=20_000)
+    return path
+
+
+class PartsLoader(BatchLoader):
+    """A framework-free loader whose batches are flat parts, run by threads or processes."""
+
+    def __init__(self, *args, processes: bool = True, slots: int = 4, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._convert = PARTS
+        self.executor = ProcessExecutor(self.num_workers, slots) if processes else None
+
+    def _execute(self, work):
+        return super()._execute(work) if self.executor is None else self.executor(work)
+
+    def close(self):
+        if self.executor is not None:
+            self.executor.close()
+
+
+def _rows(batch):
+    ids, x, s, values, splits = batch  # ragged arrays of varying size: arenas grow to fit
+    return ids.tolist(), x.tolist(), list(s), values.tolist(), splits.tolist()
+
+
+def add_one(batch):
+    return {**batch, "id": batch["id"] + 1}
+
+
+def fail_at_77(batch):
+    if 77 in batch["id"]:
+        raise KeyError("row 77 is cursed")
+    return batch
+
+
+def frameworks_seen(batch):
+    loaded = [m for m in ("tensorflow", "torch", "pyspark") if m in sys.modules]
+    return {**batch, "s": np.array([",".join(loaded) or "none"] * len(batch["id"]), dtype=object)}
+
+
+def test_processes_give_the_threads_batches(url):
+    kw = dict(batch_size=100, shuffle=True, seed=4, num_workers=2)
+    threads, procs = PartsLoader(url, processes=False, **kw), PartsLoader(url, **kw)
+    try:
+        for _ in range(3):  # three epochs: the workers, their dataset and arenas persist
+            want, got = [_rows(b) for b in threads], [_rows(b) for b in procs]
+            assert got == want and len(got) == 30
+        assert procs.executor.pool.copied == 0  # a consumer that drops batches never forces a copy
+    finally:
+        procs.close()
+
+
+def test_a_consumer_that_keeps_every_batch_cannot_starve_the_workers(url):
+    kw = dict(batch_size=50, shuffle=True, seed=1, num_workers=2)
+    procs = PartsLoader(url, slots=2, **kw)
+    try:
+        kept = list(procs)  # holds every slot it is given: the rest must come as copies
+        assert [_rows(b) for b in kept] == [_rows(b) for b in PartsLoader(url, processes=False, **kw)]
+        assert procs.executor.pool.copied >= len(kept) - 2 * 2
+    finally:
+        procs.close()
+
+
+def test_slots_go_back_when_the_batches_go(url):
+    procs = PartsLoader(url, batch_size=100, num_workers=1, slots=3)
+    try:
+        for _ in procs:  # each batch dropped as the next comes: its slot is freed
+            pass
+        del _
+        gc.collect()
+        assert procs.executor.pool._leased == [0] and procs.executor.pool.copied == 0
+    finally:
+        procs.close()
+
+
+def test_transform_runs_in_the_workers_without_frameworks(url):
+    import tensorflow  # noqa: F401  (loaded here: the workers must not load it too)
+
+    procs = PartsLoader(url, batch_size=500, num_workers=2, transform=frameworks_seen)
+    try:
+        seen = {s for b in procs for s in b[2]}
+        assert seen == {"none"}
+    finally:
+        procs.close()
+
+
+def test_breaking_off_then_the_next_epoch_is_whole(url):
+    procs = PartsLoader(url, batch_size=100, shuffle=True, seed=2, num_workers=2)
+    ref = PartsLoader(url, batch_size=100, shuffle=True, seed=2, num_workers=2, processes=False)
+    try:
+        next(iter(procs))  # broken off after one batch
+        next(iter(ref))
+        got = [_rows(b) for b in procs]  # stale items of the dropped pass are skipped, freed
+        assert got == [_rows(b) for b in ref] and sorted(i for b in got for i in b[0]) == list(range(N))
+    finally:
+        procs.close()
+
+
+def test_a_worker_error_keeps_its_type_and_traceback(url):
+    procs = PartsLoader(url, batch_size=100, num_workers=2, transform=fail_at_77)
+    try:
+        with pytest.raises(KeyError, match="row 77 is cursed") as err:
+            list(procs)
+        notes = "\n".join(getattr(err.value, "__notes__", []))
+        assert sys.version_info < (3, 11) or ("decode worker process" in notes and "fail_at_77" in notes)
+        assert [b[0][0] for b in PartsLoader(url, batch_size=1000, num_workers=2, transform=add_one)] == [1, 1001, 2001]
+    finally:
+        procs.close()
+
+
+def test_a_killed_worker_is_reported_within_seconds_and_replaced(url):
+    procs = PartsLoader(url, batch_size=10, num_workers=2, slots=2)
+    try:
+        it = iter(procs)
+        next(it)
+        victim = procs.executor.pool._procs[1]
+        os.kill(victim.pid, signal.SIGKILL)
+        t = time.monotonic()
+        with pytest.raises(WorkerDiedError, match=f"pid {victim.pid}.*signal {int(signal.SIGKILL)}"):
+            for _ in it:
+                pass
+        assert time.monotonic() - t < 10
+        assert sum(len(b[0]) for b in procs) == N  # the next epoch runs on new workers
+    finally:
+        procs.close()
+
+
+@pytest.mark.parametrize("transform", [lambda b: b, add_one.__get__(0)], ids=["lambda", "bound"])
+def test_a_transform_the_workers_cannot_load_is_refused_clearly(url, transform):
+    procs = PartsLoader(url, batch_size=100, transform=transform)
+    try:
+        with pytest.raises(InvalidArgumentError, match="worker_type='thread'"):
+            next(iter(procs))
+    finally:
+        procs.close()
+
+
+def test_a_transform_from_main_is_refused_clearly(url, monkeypatch):
+    def local(batch):
+        return batch
+
+    monkeypatch.setattr(local, "__module__", "__main__")
+    procs = PartsLoader(url, batch_size=100, transform=local)
+    try:
+        with pytest.raises(InvalidArgumentError, match="defined in __main__"):
+            next(iter(procs))
+    finally:
+        procs.close()
+
+
+def test_close_ends_the_workers_and_leaves_no_shared_memory(url):
+    procs = PartsLoader(url, batch_size=100, num_workers=2)
+    list(procs)
+    pool = procs.executor.pool
+    paths = [a.path for a in pool._arenas]
+    procs.close()
+    assert all(p.poll() is not None for p in pool._procs)
+    assert paths and not any(os.path.exists(p) for p in paths)
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("petastream-arena-")] if os.path.isdir("/dev/shm") else True
+
+
+def test_a_collected_loader_ends_its_workers(url):
+    procs = PartsLoader(url, batch_size=100, num_workers=1)
+    list(procs)
+    workers = list(procs.executor.pool._procs)
+    del procs
+    gc.collect()
+    for p in workers:
+        p.wait(timeout=10)
