@@ -182,3 +182,38 @@ def test_positions_sort_like_argsort():
         starts = rng.integers(0, high, 5000, dtype=np.int64)
         starts[::7] = starts[0]  # ties keep their order (stable)
         assert np.array_equal(_argsort_positions(starts), np.argsort(starts, kind="stable"))
+
+
+def test_ranges_as_ragged_give_the_values_bytes_and_check_utf8():
+    from petastream.mds.encodings import ranges_as_ragged
+
+    buf = np.frombuffer("héllo, wörld".encode() + b"\xff\xfe", dtype=np.uint8)
+    starts, lengths = np.array([7, 0, 5, 0]), np.array([6, 6, 0, 1])  # any order, empty, repeats
+    col = ranges_as_ragged(buf, starts, lengths, utf8=True)
+    want = [buf[s:s + n].tobytes() for s, n in zip(starts, lengths)]
+    assert [col[i].tobytes() for i in range(len(col))] == want and col.offsets[0] == 0
+    with pytest.raises(EncodingError, match="not valid UTF-8"):
+        ranges_as_ragged(buf, [len(buf) - 2], [2], utf8=True)
+    assert ranges_as_ragged(buf, [len(buf) - 2], [2], utf8=False)[0].tobytes() == b"\xff\xfe"
+    assert len(ranges_as_ragged(buf, [], [], utf8=True)) == 0
+
+
+def test_a_dataset_reads_strings_as_ragged_bytes_on_request(tmp_path):
+    from petastream.mds.dataset import MDSDataset
+    from petastream.mds.ndarray import Ragged
+    from petastream.mds.writer import write_mds
+
+    n = 300
+    s = np.array([f"s{i}é" * (i % 4) for i in range(n)], dtype=object)
+    b = np.array([bytes([i % 256]) * (i % 5) for i in range(n)], dtype=object)
+    write_mds({"id": np.arange(n), "s": s, "b": b}, str(tmp_path / "ds"), size_limit=2000)
+    ds = MDSDataset(str(tmp_path / "ds"))
+    ids = np.random.default_rng(0).permutation(n)[:200]  # across shards, shuffled
+    assert ds.num_shards > 2
+    objects = ds.read(ids)
+    ds.strings = "ragged"
+    ragged = ds.read(ids)
+    assert isinstance(ragged["s"], Ragged) and isinstance(ragged["b"], Ragged)
+    assert [ragged["s"][i].tobytes().decode() for i in range(len(ids))] == list(objects["s"])
+    assert [ragged["b"][i].tobytes() for i in range(len(ids))] == list(objects["b"])
+    assert ragged["id"].tolist() == objects["id"].tolist()

@@ -15,6 +15,7 @@ import pytest
 from petastream.errors import InvalidArgumentError
 from petastream.mds.writer import write_mds
 from petastream.pipeline import BatchLoader
+from petastream.pipeline.arena import Strings
 from petastream.pipeline.parts import DENSE, RAGGED, STRING, ColumnParts, FlatParts
 from petastream.pipeline.processes import ProcessExecutor, WorkerDiedError
 
@@ -38,10 +39,10 @@ def url(tmp_path_factory):
 class PartsLoader(BatchLoader):
     """A framework-free loader whose batches are flat parts, run by threads or processes."""
 
-    def __init__(self, *args, processes: bool = True, slots: int = 4, **kwargs):
+    def __init__(self, *args, processes: bool = True, slots: int = 4, strings: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self._convert = PARTS
-        self.executor = ProcessExecutor(self.num_workers, slots) if processes else None
+        self.executor = ProcessExecutor(self.num_workers, slots, strings) if processes else None
 
     def _execute(self, work):
         return super()._execute(work) if self.executor is None else self.executor(work)
@@ -79,6 +80,23 @@ def test_processes_give_the_threads_batches(url):
             want, got = [_rows(b) for b in threads], [_rows(b) for b in procs]
             assert got == want and len(got) == 30
         assert procs.executor.pool.copied == 0  # a consumer that drops batches never forces a copy
+    finally:
+        procs.close()
+
+
+def test_strings_can_cross_as_bytes_and_offsets(url):
+    kw = dict(batch_size=100, shuffle=True, seed=5, num_workers=2)
+    procs, threads = PartsLoader(url, strings=True, **kw), PartsLoader(url, processes=False, **kw)
+    try:
+        for _ in range(2):
+            n = 0
+            for want, got in zip(threads, procs):
+                s = got[2]
+                assert isinstance(s, Strings) and s.data.dtype == np.uint8
+                assert [s.data[i:i + k].tobytes().decode() for i, k in zip(s.starts, s.lengths)] == list(want[2])
+                assert _rows(want[:2] + (np.zeros(0),) + want[3:]) == _rows(got[:2] + (np.zeros(0),) + got[3:])
+                n += 1
+            assert n == 30
     finally:
         procs.close()
 

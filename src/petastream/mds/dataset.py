@@ -120,6 +120,9 @@ class MDSDataset:
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
                                 workers=prefetch_workers, **self._budgets())
         self.cache.protect(self._keys_needed_soon)
+        #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays), or
+        #: ``"ragged"`` (their bytes as ``Ragged`` uint8; see ``ShardData.read_columns``).
+        self.strings = "objects"
 
     def _budgets(self) -> dict[str, int | None]:
         """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
@@ -204,7 +207,7 @@ class MDSDataset:
     def read_shard(self, shard: int, ids: np.ndarray | None = None,
                    columns: list[str] | None = None) -> dict[str, Any]:
         """Decode samples ``ids`` of one shard (all when None) into columns, in bulk."""
-        return self.shard(shard).read_columns(ids, columns)
+        return self.shard(shard).read_columns(ids, columns, self.strings)
 
     def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""

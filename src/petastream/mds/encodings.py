@@ -290,6 +290,30 @@ def _ranges_to_objects(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarr
     return _arrow_to_objects(arr, kind)
 
 
+def ranges_as_ragged(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, utf8: bool) -> Any:
+    """Byte ranges of a shard -> :class:`~petastream.mds.ndarray.Ragged` uint8 (the values back
+    to back, and their offsets): a ``str``/``bytes`` column with no Python object per value,
+    for consumers that cut the values apart themselves (TensorFlow, from worker processes).
+    ``utf8``: checked as ``str`` columns are when decoded to objects."""
+    import pyarrow as pa
+
+    from petastream.mds.gather import gather_ranges_arrow
+    from petastream.mds.ndarray import Ragged
+
+    arr = gather_ranges_arrow(buffer, starts, lengths)  # large_binary: int64 offsets
+    if utf8:
+        try:
+            arr.cast(pa.large_string())  # zero-copy; validates UTF-8
+        except pa.ArrowInvalid as e:
+            raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(arr) + 1, offset=8 * arr.offset)
+    first, last = int(offsets[0]), int(offsets[-1])
+    values = (np.frombuffer(data_buf, dtype=np.uint8, count=last - first, offset=first)
+              if last > first else np.zeros(0, np.uint8))
+    return Ragged(values, offsets - first)
+
+
 def _arrow_to_objects(arr: Any, kind: str) -> np.ndarray:
     """A ``large_binary`` or ``binary_view`` Arrow array -> object array of ``bytes``, or of
     ``str`` (UTF-8 checked)."""

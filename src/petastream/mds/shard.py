@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from petastream.errors import CorruptShardError, EncodingError
+from petastream.mds.encodings import ranges_as_ragged
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
 
@@ -124,12 +125,14 @@ class ShardData:
 
     # -- bulk ------------------------------------------------------------------------------
     def read_columns(self, ids: np.ndarray | None = None,
-                     columns: list[str] | None = None) -> dict[str, Any]:
+                     columns: list[str] | None = None, strings: str = "objects") -> dict[str, Any]:
         """Decode samples ``ids`` (all, in order, when None) to one array-like per column.
 
         Fixed-size columns come back as numpy arrays (a zero-copy view over the shard when
-        ``ids`` is None and every column is fixed-size); ``str``/``bytes`` as object arrays;
-        1-D numeric ``ndarray`` columns of variable length as :class:`~petastream.mds.ndarray.Ragged`.
+        ``ids`` is None and every column is fixed-size); ``str``/``bytes`` as object arrays
+        (``strings="ragged"``: as :class:`~petastream.mds.ndarray.Ragged` uint8 of their
+        bytes, see :func:`~petastream.mds.encodings.ranges_as_ragged`); 1-D numeric
+        ``ndarray`` columns of variable length as :class:`~petastream.mds.ndarray.Ragged`.
         """
         layout = self.layout
         wanted = list(layout.names) if columns is None else list(columns)
@@ -143,7 +146,7 @@ class ShardData:
                 raise IndexError(f"sample ids out of range for shard {self.name} with {n_all} samples")
         if layout.all_fixed:
             return self._read_fixed(ids, wanted)
-        return self._read_mixed(ids, wanted)
+        return self._read_mixed(ids, wanted, strings == "ragged")
 
     def _read_fixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
         table = self._fixed_table()
@@ -167,7 +170,7 @@ class ShardData:
             raise CorruptShardError(f"shard {self.name}: sample sizes do not match the fixed-size columns")
         return np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
 
-    def _read_mixed(self, ids: np.ndarray | None, wanted: list[str]) -> dict[str, Any]:
+    def _read_mixed(self, ids: np.ndarray | None, wanted: list[str], raw_strings: bool = False) -> dict[str, Any]:
         layout = self.layout
         starts = self.offsets[:-1] if ids is None else self.offsets[ids]
         ends = self.offsets[1:] if ids is None else self.offsets[ids + 1]
@@ -211,7 +214,10 @@ class ShardData:
                 out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
                 continue
             try:
-                out[name] = enc.decode_ranges(self.u8, at, lengths)
+                if raw_strings and enc.name in ("str", "bytes"):
+                    out[name] = ranges_as_ragged(self.u8, at, lengths, utf8=enc.name == "str")
+                else:
+                    out[name] = enc.decode_ranges(self.u8, at, lengths)
             except _DECODE_ERRORS as e:
                 bad = self._first_bad(enc, at, lengths)
                 sample = None if bad is None else int(bad if ids is None else ids[bad])

@@ -5,7 +5,8 @@ TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader o
 (a :class:`multiprocessing.connection.Connection` passed as a file descriptor). Messages in:
 
 * ``("dataset", dataset)``: the dataset the next passes read (kept open across passes);
-* ``("pass", pid, work, w, W)``: produce ``work(w, W)``'s items (``PassWork`` with no dataset);
+* ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``PassWork`` with no
+  dataset); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
 * ``("arena", path, slots, slot_bytes)`` or ``("arena", None, error)``: the arena asked for;
 * ``("free", gen, slot)``: the loader is done with a slot of arena ``gen``;
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.pipeline.arena import Arena
+from petastream.pipeline.arena import Arena, Strings, pack_strings
 from petastream.pipeline.work import BatchGroup
 
 
@@ -46,6 +47,7 @@ class Worker:
         self.free: set[int] = set()
         self.no_arena = False  # the loader could not make one: items go inline
         self.pid = -1
+        self.strings = False  # this pass packs str/bytes parts (see arena.Strings)
 
     def serve(self) -> None:
         while True:
@@ -99,8 +101,8 @@ class Worker:
                 raise SystemExit(0) from None
             self.handle(msg)
 
-    def run(self, pid: int, work: Any, w: int, num_workers: int) -> None:
-        self.pid = pid
+    def run(self, pid: int, work: Any, w: int, num_workers: int, strings: bool) -> None:
+        self.pid, self.strings = pid, strings
         items = None
         try:
             try:
@@ -108,6 +110,10 @@ class Worker:
             except Exception as e:  # e.g. a transform whose module this interpreter cannot see
                 self.send(("unloadable", pid, f"{type(e).__name__}: {e}"))
                 return
+            # Strings the loader cuts apart itself are read as bytes and offsets, never as one
+            # Python object per value (a transform sees the usual objects).
+            if self.dataset is not None:
+                self.dataset.strings = "ragged" if strings and work.transform is None else "objects"
             items = work(w, num_workers)
             for index, item in items:
                 self.pump(block=False)
@@ -132,10 +138,13 @@ class Worker:
         n = None
         if isinstance(item, BatchGroup):  # sent as its flat parts; the loader regroups them
             n, item = item.num_batches, tuple(p.reshape(-1, *p.shape[2:]) for p in item)
-        arrays = item if isinstance(item, tuple) and all(isinstance(a, np.ndarray) for a in item) else None
+        arrays = item if isinstance(item, tuple) and all(isinstance(a, (np.ndarray, Strings)) for a in item) else None
         if arrays is None:
             self.send(("inline", self.pid, index, item, n))
             return
+        if self.strings:
+            arrays = tuple((pack_strings(a) or a) if isinstance(a, np.ndarray) and a.dtype.kind in "OUS" else a
+                           for a in arrays)
         need = Arena.size_of(arrays)
         if self.arena is None or need > self.arena.slot_bytes:
             if not self.no_arena:  # ask the loader for a bigger arena and wait for its answer

@@ -24,16 +24,63 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Arena", "ArenaError", "Layout"]
+__all__ = ["Arena", "ArenaError", "Layout", "Strings", "pack_strings"]
 
 ALIGN = 64  # TensorFlow wraps numpy memory without a copy only at EIGEN_MAX_ALIGN_BYTES (64)
 _PAGE = mmap.PAGESIZE
 
-Layout = list  # per part: ("shm", offset, dtype.str, shape) or ("obj", array) (sent inline)
+Layout = list  # per part: ("shm", offset, dtype.str, shape), ("strs", ...) or ("obj", array) (inline)
+
+
+@dataclass(frozen=True)
+class Strings:
+    """A column of str/bytes packed: its bytes back to back, and each value's start and length
+    (int64, shaped like the column). Strings cross into shared memory as three arrays, not one
+    Python object per value; TensorFlow cuts them apart in the graph (``tf.strings.substr``)."""
+
+    data: np.ndarray  # uint8
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.starts.shape
+
+    def reshape(self, *shape: Any) -> Strings:
+        return Strings(self.data, self.starts.reshape(*shape), self.lengths.reshape(*shape))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.data, self.starts, self.lengths
+
+
+def pack_strings(a: np.ndarray) -> Strings | None:
+    """``a`` (an array of str or of bytes: object, or numpy ``U``/``S``) packed, or None where
+    it holds anything else (nulls, mixed str and bytes, other objects)."""
+    import pyarrow as pa
+
+    flat = a.reshape(-1)
+    if not len(flat):
+        empty = np.zeros(a.shape, np.int64)
+        return Strings(np.zeros(0, np.uint8), empty, empty)
+    first = flat[0]
+    kind = pa.string() if isinstance(first, str) else pa.binary() if isinstance(first, bytes) else None
+    if kind is None:
+        return None
+    try:
+        arr = pa.array(flat, type=kind, from_pandas=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    if arr.null_count:
+        return None
+    _, offsets, data = arr.buffers()
+    offsets = np.frombuffer(offsets, np.int32, len(arr) + 1).astype(np.int64)
+    data = np.frombuffer(data, np.uint8, int(offsets[-1])) if data is not None else np.zeros(0, np.uint8)
+    return Strings(data, offsets[:-1].reshape(a.shape), np.diff(offsets).reshape(a.shape))
 
 
 class ArenaError(OSError):
@@ -89,22 +136,32 @@ class Arena:
 
     # -- the worker's side --------------------------------------------------------------------
     @staticmethod
-    def size_of(arrays: tuple[np.ndarray, ...]) -> int:
-        """Bytes :meth:`pack` needs for ``arrays`` (object arrays travel inline: none)."""
+    def size_of(parts: tuple[Any, ...]) -> int:
+        """Bytes :meth:`pack` needs for ``parts`` (object arrays travel inline: none)."""
+        arrays = [a for p in parts for a in (p.arrays() if isinstance(p, Strings) else (p,))]
         return sum(_round_up(a.nbytes, ALIGN) for a in arrays if not a.dtype.hasobject)
 
-    def pack(self, slot: int, arrays: tuple[np.ndarray, ...]) -> Layout:
-        """Copy the numeric ``arrays`` into ``slot``; the layout :meth:`views` rebuilds them
-        from. The caller checked :meth:`size_of` against ``slot_bytes``."""
+    def pack(self, slot: int, parts: tuple[Any, ...]) -> Layout:
+        """Copy the numeric arrays and :class:`Strings` of ``parts`` into ``slot``; the layout
+        :meth:`views` rebuilds them from. The caller checked :meth:`size_of` against
+        ``slot_bytes``."""
         layout: Layout = []
         base, off = slot * self.slot_bytes, 0
-        for a in arrays:
-            if a.dtype.hasobject:  # Python objects cannot live in shared memory
-                layout.append(("obj", a))
-                continue
+
+        def put(a: np.ndarray) -> tuple[Any, ...]:
+            nonlocal off
             np.ndarray(a.shape, a.dtype, buffer=self._mm, offset=base + off)[...] = a
-            layout.append(("shm", off, a.dtype.str, a.shape))
+            entry = ("shm", off, a.dtype.str, a.shape)
             off += _round_up(a.nbytes, ALIGN)
+            return entry
+
+        for p in parts:
+            if isinstance(p, Strings):
+                layout.append(("strs", *(put(a) for a in p.arrays())))
+            elif p.dtype.hasobject:  # Python objects cannot live in shared memory
+                layout.append(("obj", p))
+            else:
+                layout.append(put(p))
         return layout
 
     # -- the consumer's side ------------------------------------------------------------------
@@ -112,15 +169,21 @@ class Arena:
         """``(base, arrays)``: the parts as views of ``slot``, each hanging from ``base``; the
         slot is in use until ``base`` is collected (put a ``weakref.finalize`` on it)."""
         base = np.frombuffer(self._mm, np.uint8, self.slot_bytes, slot * self.slot_bytes)
-        out = []
+
+        def view(entry: tuple[Any, ...]) -> np.ndarray:
+            _, off, dtype, shape = entry
+            dt = np.dtype(dtype)
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            return base[off:off + n].view(dt).reshape(shape)
+
+        out: list[Any] = []
         for part in layout:
             if part[0] == "obj":
                 out.append(part[1])
-                continue
-            _, off, dtype, shape = part
-            dt = np.dtype(dtype)
-            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-            out.append(base[off:off + n].view(dt).reshape(shape))
+            elif part[0] == "strs":
+                out.append(Strings(*(view(e) for e in part[1:])))
+            else:
+                out.append(view(part))
         return base, tuple(out)
 
 
@@ -131,6 +194,11 @@ def unlink(path: str) -> None:
         pass
 
 
-def copy_parts(arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+def copy_parts(parts: tuple[Any, ...]) -> tuple[Any, ...]:
     """Private copies of views (a slot that must go back to its worker at once)."""
-    return tuple(a.copy() if isinstance(a, np.ndarray) and not a.dtype.hasobject else a for a in arrays)
+    def copy(p: Any) -> Any:
+        if isinstance(p, Strings):
+            return Strings(*(a.copy() for a in p.arrays()))
+        return p.copy() if isinstance(p, np.ndarray) and not p.dtype.hasobject else p
+
+    return tuple(copy(p) for p in parts)

@@ -17,6 +17,7 @@ import numpy as np
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, PetastreamError
 from petastream.mds.ndarray import Ragged
+from petastream.pipeline.arena import Strings
 
 __all__ = ["DENSE", "RAGGED", "STRING", "UNIFORM", "ColumnParts", "FlatParts", "NonUniformArrayError"]
 
@@ -70,7 +71,10 @@ class ColumnParts:
         # Packed-record columns are strided, unaligned views: one contiguous copy per batch.
         return np.ascontiguousarray(arr, dtype=self.dtype)
 
-    def _strings(self, col: Any) -> np.ndarray:
+    def _strings(self, col: Any) -> Any:
+        if isinstance(col, Ragged):  # read with strings="ragged" (worker processes): stays packed
+            offsets = col.offsets
+            return Strings(col.values, offsets[:-1], np.diff(offsets))
         arr = col if isinstance(col, np.ndarray) else np.asarray(col, dtype=object)
         if arr.dtype.kind in "US":
             return arr

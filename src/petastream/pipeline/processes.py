@@ -132,8 +132,9 @@ class WorkerPool:
             except OSError:  # a dead worker is reported by the consumer's next receive
                 pass
 
-    def start_pass(self, work: PassWork) -> int:
-        """Send a pass to every worker; returns its id."""
+    def start_pass(self, work: PassWork, strings: bool = False) -> int:
+        """Send a pass to every worker; returns its id. ``strings``: str/bytes parts come as
+        :class:`~petastream.pipeline.arena.Strings` in shared memory, not pickled objects."""
         if self.broken:
             raise RuntimeError(self.broken)
         try:
@@ -148,7 +149,7 @@ class WorkerPool:
         for w in range(self.num_workers):
             if work.dataset is not self._dataset:
                 self._send(w, ("dataset", work.dataset))
-            self._send(w, ("pass", self._pid, payload, w, self.num_workers))
+            self._send(w, ("pass", self._pid, payload, w, self.num_workers, strings))
         self._dataset = work.dataset
         return self._pid
 
@@ -233,10 +234,10 @@ class WorkerPool:
 class PoolRun:
     """One pass's items from a :class:`WorkerPool`, in plan order (a ``PassRun``)."""
 
-    def __init__(self, pool: WorkerPool, work: PassWork, num_items: int):
+    def __init__(self, pool: WorkerPool, work: PassWork, num_items: int, strings: bool = False):
         self._pool, self._n, self._t = pool, num_items, 0
         self._closed = False
-        self._pid = pool.start_pass(work) if num_items else 0
+        self._pid = pool.start_pass(work, strings) if num_items else 0
 
     def __iter__(self) -> PoolRun:
         return self
@@ -305,8 +306,8 @@ class ProcessExecutor:
     """A loader's worker processes: a :class:`WorkerPool` started on first use and kept across
     passes, replaced after one of its workers died; ``executor(work)`` runs a pass on it."""
 
-    def __init__(self, num_workers: int, slots: int):
-        self.num_workers, self.slots = num_workers, slots
+    def __init__(self, num_workers: int, slots: int, strings: bool = False):
+        self.num_workers, self.slots, self.strings = num_workers, slots, strings
         self.pool: WorkerPool | None = None
 
     def start(self) -> WorkerPool:
@@ -317,7 +318,7 @@ class ProcessExecutor:
         return self.pool
 
     def __call__(self, work: PassWork) -> PoolRun:
-        return PoolRun(self.start(), work, work.num_items)
+        return PoolRun(self.start(), work, work.num_items, self.strings)
 
     def close(self) -> None:
         if self.pool is not None:

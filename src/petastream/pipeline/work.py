@@ -28,7 +28,12 @@ class BatchGroup(tuple):
     num_batches: int
 
     def __new__(cls, parts: tuple[Any, ...], num_batches: int) -> BatchGroup:
-        item = super().__new__(cls, tuple(p.reshape(num_batches, -1, *p.shape[1:]) for p in parts))
+        return cls.of(tuple(p.reshape(num_batches, -1, *p.shape[1:]) for p in parts), num_batches)
+
+    @classmethod
+    def of(cls, parts: tuple[Any, ...], num_batches: int) -> BatchGroup:
+        """A group of parts already shaped (or not per row at all)."""
+        item = super().__new__(cls, parts)
         item.num_batches = num_batches
         return item
 

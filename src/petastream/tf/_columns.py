@@ -62,7 +62,13 @@ class ColumnPlan(ColumnParts):
                                        row_splits_dtype=tf.int64)
         return tf.TensorSpec((batch, *self.shape), self._tf_dtype())
 
-    def part_specs(self, batch: int | None) -> tuple[tf.TensorSpec, ...]:
+    def part_specs(self, batch: int | None, packed: bool = False) -> tuple[tf.TensorSpec, ...]:
+        """The flat parts' specs; ``packed``: a string column comes as
+        :class:`~petastream.pipeline.arena.Strings` (all its bytes as one scalar, then int64
+        starts and lengths shaped like the column)."""
+        if self.kind == STRING and packed:
+            where = tf.TensorSpec((batch, *self.shape), tf.int64)
+            return (tf.TensorSpec((), tf.string), where, where)
         if self.kind == RAGGED:
             splits = None if batch is None else batch + 1
             return (tf.TensorSpec((None,), tf.as_dtype(self.dtype)), tf.TensorSpec((splits,), tf.int64))
@@ -73,6 +79,8 @@ class ColumnPlan(ColumnParts):
 
     def from_parts(self, parts: tuple[Any, ...]) -> Any:
         """Flat tensors -> the column's tensor (inside ``tf.data``)."""
+        if self.kind == STRING and len(parts) == 3:  # packed: cut in C++, no Python per value
+            return tf.strings.substr(parts[0], parts[1], parts[2])
         if self.kind == RAGGED:
             return tf.RaggedTensor.from_row_splits(parts[0], parts[1], validate=False)
         return parts[0]

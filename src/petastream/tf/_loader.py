@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
@@ -13,10 +14,13 @@ import tensorflow as tf
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.sidecar import apply_logical
 from petastream.pipeline import BatchLoader
+from petastream.pipeline.arena import Strings, pack_strings
 from petastream.pipeline.parts import ColumnParts, FlatParts
 from petastream.pipeline.processes import ProcessExecutor
+from petastream.pipeline.work import BatchGroup
 from petastream.tf._columns import (
     RAGGED,
+    STRING,
     ColumnPlan,
     plan_from_encoding,
     plan_from_spec,
@@ -97,9 +101,9 @@ class TFLoader(BatchLoader):
         self.device = _check_device(device)
         self.ragged = ragged
         # Processes persist across passes (each Keras epoch is a pass) and start early.
-        self._processes = (ProcessExecutor(self.num_workers, slots=self.prefetch + 2)
-                           if worker_type == "process" else None)
         self.plans: list[ColumnPlan] = self._plan(output_signature)
+        self._processes = (ProcessExecutor(self.num_workers, slots=self.prefetch + 2, strings=self._packed)
+                           if worker_type == "process" else None)
         # TensorFlow-free, so that worker processes convert without importing TensorFlow
         self._convert = FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in self.plans))
 
@@ -107,7 +111,7 @@ class TFLoader(BatchLoader):
     def _group(self) -> int:
         """Batches per hand-over: ``batches_per_call`` where every column has a fixed row shape
         and no transform runs (a transform is called per batch), else 1."""
-        parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
+        parts = self._part_specs()
         if (self.transform is not None or any(p.kind == RAGGED for p in self.plans) or not groupable(parts)
                 or not groups_supported()):
             return 1
@@ -133,6 +137,16 @@ class TFLoader(BatchLoader):
         is collected; iterating again starts new ones."""
         if self._processes is not None:
             self._processes.close()
+
+    @property
+    def _packed(self) -> bool:
+        """Whether string columns come packed (worker processes: their values then cross into
+        shared memory as bytes and offsets, and TensorFlow cuts them apart, instead of being
+        pickled and rebuilt one Python object per value here)."""
+        return self.worker_type == "process" and any(p.kind == STRING for p in self.plans)
+
+    def _part_specs(self) -> tuple[tf.TensorSpec, ...]:
+        return tuple(s for p in self.plans for s in p.part_specs(self.batch_dim, self._packed))
 
     # -- types --------------------------------------------------------------------------------
     @property
@@ -207,13 +221,17 @@ class TFLoader(BatchLoader):
                 f"now stands mid-epoch (after load_state_dict) and the next iteration has "
                 f"{self.driver.next_iteration_len()}; call loader.as_dataset() again after "
                 "load_state_dict")
-        return iter(self.driver)
+        items = iter(self.driver)
+        if not self._packed:
+            return items
+        flat = [(p.name, p.kind == STRING) for p in self.plans for _ in p.part_specs(None)]
+        return _unpacking(items, [name if string else None for name, string in flat])
 
     @tf.autograph.experimental.do_not_convert
     def _assemble(self, *parts: tf.Tensor) -> Any:
         out, i = {}, 0
         for p in self.plans:
-            n = 2 if p.kind == RAGGED else 1
+            n = len(p.part_specs(None, self._packed))
             out[p.name] = p.from_parts(parts[i:i + n])
             i += n
         return self._element(out)
@@ -235,7 +253,7 @@ class TFLoader(BatchLoader):
         self.driver.check_nonempty()  # here, not as an error from inside a tf.data op
         if self._processes is not None:
             self._processes.start()  # the workers import while TensorFlow builds the pipeline
-        parts = tuple(s for p in self.plans for s in p.part_specs(self.batch_dim))
+        parts = self._part_specs()
         # Declare the cardinality where every iteration has the same length (Keras then needs
         # no steps_per_epoch and does not warn that it ran out of data); a loader standing
         # mid-epoch after load_state_dict will have a short first iteration, so none then.
@@ -259,6 +277,30 @@ class TFLoader(BatchLoader):
     def __iter__(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
         """Eager iteration over :meth:`as_dataset` (tensors, not numpy)."""
         return iter(self.as_dataset())
+
+
+def _unpacking(items: Iterator[tuple[Any, ...]], strings: list[str | None]) -> Iterator[tuple[Any, ...]]:
+    with contextlib.closing(items):  # closing this closes the driver's iteration (its workers)
+        for item in items:
+            yield _unpacked(item, strings)
+
+
+def _unpacked(item: tuple[Any, ...], strings: list[str | None]) -> tuple[Any, ...]:
+    """Packed string parts as TensorFlow takes them: the bytes as one scalar (one copy), the
+    starts and lengths as they are. ``strings[i]``: the column name where part ``i`` is a
+    string column's (a worker packs them all, or hands over what does not pack as it is)."""
+    parts: list[Any] = []
+    for p, name in zip(item, strings):
+        if name is None:
+            parts.append(p)
+            continue
+        packed = p if isinstance(p, Strings) else pack_strings(np.asarray(p))
+        if packed is None:
+            raise InvalidArgumentTypeError(
+                f"column {name!r}: holds values that are neither all str nor all bytes (None, or "
+                "both kinds); TensorFlow strings need one or the other: convert them in transform")
+        parts += (np.array(packed.data.tobytes(), dtype=object), packed.starts, packed.lengths)
+    return BatchGroup.of(tuple(parts), item.num_batches) if isinstance(item, BatchGroup) else tuple(parts)
 
 
 def _rank_world(input_context: Any, rank: int | None, world_size: int | None) -> tuple[int, int]:

@@ -74,8 +74,9 @@ def groups_supported() -> bool:
 
 def groupable(parts: tuple[tf.TensorSpec, ...]) -> bool:
     """Whether batches of these parts can be concatenated row-wise (fixed row shapes; the
-    caller rules out parts that are not one entry per row, such as ragged row splits)."""
-    return all(s.shape.rank is not None and s.shape.rank >= 1 and s.shape[1:].is_fully_defined()
+    caller rules out parts that are not one entry per row, such as ragged row splits). A
+    scalar part is one per hand-over (packed strings' bytes), not per batch."""
+    return all(s.shape.rank == 0 or s.shape.rank is not None and s.shape[1:].is_fully_defined()
                for s in parts)
 
 
@@ -133,9 +134,10 @@ def _per_pass(passes: _Passes, fetch: Callable[[tf.Tensor], Any], specs: tuple[t
 
 def _grouped(passes: _Passes, parts: tuple[tf.TensorSpec, ...], assemble: Callable[..., Any],
              element_spec: Any) -> tf.data.Dataset:
-    # Each part comes as [batches, rows, ...]: assemble the elements' structure once per group
-    # (set_shape, dicts: no per-batch function call) and let unbatch (C++) cut the batches.
-    groups = tuple(tf.TensorSpec([None, *s.shape], s.dtype) for s in parts)
+    # Each part comes as [batches, rows, ...] (a scalar part as it is): assemble the elements'
+    # structure once per group (set_shape, dicts: no per-batch function call) and let unbatch
+    # (C++) cut the batches.
+    groups = tuple(s if s.shape.rank == 0 else tf.TensorSpec([None, *s.shape], s.dtype) for s in parts)
     dtypes = [s.dtype for s in parts]
 
     def fetch(key: tf.Tensor) -> Any:
