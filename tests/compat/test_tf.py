@@ -152,15 +152,20 @@ def test_tf_dataset_petastorm_args(spark, converter_env):
 
 def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
     """reader_pool_type='process' (Petastorm's process pool): the same stream from petastream's
-    worker processes, which the context manager's exit ends."""
+    worker processes; a context per epoch reuses them, and they stop when released."""
+    from petastream.pipeline.processes import shutdown_idle
+
     conv = make_spark_converter(spark.range(500).selectExpr("id", "cast(id as float) * 2 as x").repartition(3))
-    streams, procs = {}, []
-    for pool in ("thread", "process"):
+    streams, pools = {}, []
+    for pool in ("thread", "process", "process"):
         context = conv.make_tf_dataset(batch_size=64, num_epochs=2, seed=7, reader_pool_type=pool, workers_count=2)
         with context as dataset:
             streams[pool] = [(b.id.numpy().tolist(), b.x.numpy().tolist()) for b in dataset]
-            procs += [p for loader in context.reader._workers for p in loader._processes.pool._procs]
+            pools += [loader._processes.pool for loader in context.reader._workers]
+        assert not context.reader._workers  # the exit released them
         assert sorted(i for ids, _ in streams[pool] for i in ids) == sorted(list(range(500)) * 2)
-    assert streams["process"] == streams["thread"] and len(procs) == 2
-    for proc in procs:  # the context manager's exit ended them
+    assert streams["process"] == streams["thread"]
+    assert len(pools) == 2 and pools[0] is pools[1]  # the second context took the first one's workers
+    shutdown_idle()
+    for proc in pools[0]._procs:
         assert proc.wait(timeout=10) is not None

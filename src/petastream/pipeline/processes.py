@@ -18,8 +18,9 @@ The processes are fresh interpreters (``python -m petastream.pipeline._worker``)
 forking a process that runs TensorFlow's (or any) threads can deadlock the child, and a fresh
 interpreter does not re-run the user's ``__main__`` as ``spawn`` does. They import no
 framework. They persist across passes (a pool per loader; the dataset is sent once and stays
-open in them) until :meth:`WorkerPool.close`, the loader's collection or the end of the
-program, and exit by themselves when this process goes (their socket closes).
+open in them); a closed loader's pool waits ``_IDLE_S`` seconds for the next loader of as many
+workers (:class:`ProcessExecutor`). The processes end with the pool's close, its collection or
+the end of the program, and by themselves when this process goes (their socket closes).
 
 Failure handling, so that nothing hangs: a worker's exception is re-raised here with its type
 (its traceback attached as a note); a worker that dies (killed, out of memory) is reported
@@ -46,7 +47,7 @@ from petastream.errors import InvalidArgumentError
 from petastream.pipeline.arena import Arena, ArenaError, copy_parts, unlink
 from petastream.pipeline.work import BatchGroup, PassWork
 
-__all__ = ["PoolRun", "ProcessExecutor", "WorkerDiedError", "WorkerPool"]
+__all__ = ["PoolRun", "ProcessExecutor", "WorkerDiedError", "WorkerPool", "shutdown_idle"]
 
 log = logging.getLogger("petastream.pipeline")
 
@@ -59,7 +60,7 @@ class WorkerDiedError(RuntimeError):
     """A worker process exited while it owed items."""
 
 
-def _spawn(w: int) -> tuple[subprocess.Popen, Connection]:
+def _spawn() -> tuple[subprocess.Popen, Connection]:
     parent, child = socket.socketpair()
     env = dict(os.environ)  # the worker imports what this process can (petastream, a transform's module)
     env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
@@ -101,20 +102,22 @@ class WorkerPool:
         self.num_workers, self.slots = num_workers, max(2, slots)
         self._procs: list[subprocess.Popen] = []
         self._conns: list[Connection] = []
-        for w in range(num_workers):
-            proc, conn = _spawn(w)
+        self._arenas: list[Arena | None] = [None] * num_workers
+        # Ends the workers when the pool is closed or collected, or the program exits; set up
+        # before they start, so that a failed start leaves none behind.
+        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._arenas)
+        for _ in range(num_workers):
+            proc, conn = _spawn()
             self._procs.append(proc)
             self._conns.append(conn)
         self._send_locks = [threading.RLock() for _ in range(num_workers)]  # frees come from any thread
         self._lock = threading.Lock()
-        self._arenas: list[Arena | None] = [None] * num_workers
         self._gens = [0] * num_workers
         self._leased = [0] * num_workers
         self.copied = 0  # items copied out because the consumer held all but one slot
         self._pid = 0
         self._dataset: Any = None
         self.broken: str | None = None  # why the pool cannot run another pass
-        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._arenas)
 
     @property
     def closed(self) -> bool:
@@ -304,7 +307,11 @@ def _pickle_pass(work: PassWork) -> bytes:
 
 class ProcessExecutor:
     """A loader's worker processes: a :class:`WorkerPool` started on first use and kept across
-    passes, replaced after one of its workers died; ``executor(work)`` runs a pass on it."""
+    passes, replaced after one of its workers died; ``executor(work)`` runs a pass on it.
+
+    :meth:`close` parks the pool for the next executor of as many workers (a new loader per
+    epoch, or per compat context manager, then starts no processes); a parked pool is stopped
+    after ``_IDLE_S`` seconds unused, by :func:`shutdown_idle`, or at exit."""
 
     def __init__(self, num_workers: int, slots: int, strings: bool = False):
         self.num_workers, self.slots, self.strings = num_workers, slots, strings
@@ -314,15 +321,68 @@ class ProcessExecutor:
         if self.pool is None or self.pool.closed or self.pool.broken:
             if self.pool is not None:
                 self.pool.close()
-            self.pool = WorkerPool(self.num_workers, self.slots)
+            self.pool = _unpark(self.num_workers, self.slots) or WorkerPool(self.num_workers, self.slots)
         return self.pool
 
     def __call__(self, work: PassWork) -> PoolRun:
         return PoolRun(self.start(), work, work.num_items, self.strings)
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            _park(pool)
+
+
+_IDLE_S = 60.0  # how long a parked pool waits for its next loader
+_parked: dict[tuple[int, int], tuple[WorkerPool, threading.Timer]] = {}
+_parked_lock = threading.Lock()
+
+
+def _park(pool: WorkerPool) -> None:
+    if pool.closed or pool.broken:
+        pool.close()
+        return
+    key = (pool.num_workers, pool.slots)
+    timer = threading.Timer(_IDLE_S, _expire, (key, pool))
+    timer.daemon = True
+    with _parked_lock:
+        old = _parked.pop(key, None)
+        _parked[key] = (pool, timer)
+    if old is not None:  # one parked pool per shape is enough
+        old[1].cancel()
+        old[0].close()
+    timer.start()
+
+
+def _unpark(num_workers: int, slots: int) -> WorkerPool | None:
+    with _parked_lock:
+        entry = _parked.pop((num_workers, slots), None)
+    if entry is None:
+        return None
+    pool, timer = entry
+    timer.cancel()
+    if pool.closed or pool.broken or any(p.poll() is not None for p in pool._procs):
+        pool.close()
+        return None
+    return pool
+
+
+def _expire(key: tuple[int, int], pool: WorkerPool) -> None:
+    with _parked_lock:
+        if _parked.get(key, (None,))[0] is not pool:
+            return  # taken by a loader meanwhile
+        del _parked[key]
+    pool.close()
+
+
+def shutdown_idle() -> None:
+    """Stop the worker processes parked for reuse (closed loaders' pools) now."""
+    with _parked_lock:
+        entries = list(_parked.values())
+        _parked.clear()
+    for pool, timer in entries:
+        timer.cancel()
+        pool.close()
 
 
 def _rebuild(w: int, blob: bytes | None, type_name: str, text: str, tb: str) -> BaseException:

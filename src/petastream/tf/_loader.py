@@ -69,9 +69,9 @@ class TFLoader(BatchLoader):
       batches over in shared memory, which TensorFlow takes without a copy. TensorFlow's
       iterator runs Python per element and competes with decode threads for the GIL; in
       processes the decode runs beside it (see docs/benchmarks.md for the measured gain). The
-      processes start at :meth:`as_dataset`, persist across epochs and end with :meth:`close`
-      or the loader's collection; a ``transform`` must then be importable (module level, not
-      ``__main__``). POSIX only.
+      processes start at :meth:`as_dataset`, persist across epochs and are released by
+      :meth:`close` (to the next loader) or the loader's collection; a ``transform`` must then
+      be importable (module level, not ``__main__``). POSIX only.
 
     Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
     as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
@@ -133,8 +133,11 @@ class TFLoader(BatchLoader):
         return self._processes(work)
 
     def close(self) -> None:
-        """Stop the worker processes (``worker_type="process"``) now rather than when the loader
-        is collected; iterating again starts new ones."""
+        """Release the worker processes (``worker_type="process"``) now rather than when the
+        loader is collected: the next loader with as many workers takes them over if it comes
+        within a minute (a loader or compat context per epoch then starts no new processes),
+        else they stop (``petastream.pipeline.processes.shutdown_idle()`` stops them at once).
+        Iterating this loader again takes or starts workers anew."""
         if self._processes is not None:
             self._processes.close()
 
