@@ -179,24 +179,22 @@ def test_a_killed_worker_is_reported_within_seconds_and_replaced(url):
         procs.close()
 
 
-@pytest.mark.parametrize("transform", [lambda b: b, add_one.__get__(0)], ids=["lambda", "bound"])
-def test_a_transform_the_workers_cannot_load_is_refused_clearly(url, transform):
+def from_main(batch):
+    return batch
+
+
+from_main.__module__ = "__main__"  # as a script's or notebook's function: the workers cannot import it
+
+
+@pytest.mark.parametrize(("transform", "says"), [
+    (lambda b: b, "worker_type='thread'"),  # does not pickle
+    (add_one.__get__(0), "cannot load the pass"),  # pickles, but does not load in a worker
+    (from_main, "defined in __main__"),
+], ids=["lambda", "bound", "main"])
+def test_a_transform_the_workers_cannot_load_is_refused_clearly(url, transform, says):
     procs = PartsLoader(url, batch_size=100, transform=transform)
     try:
-        with pytest.raises(InvalidArgumentError, match="worker_type='thread'"):
-            next(iter(procs))
-    finally:
-        procs.close()
-
-
-def test_a_transform_from_main_is_refused_clearly(url, monkeypatch):
-    def local(batch):
-        return batch
-
-    monkeypatch.setattr(local, "__module__", "__main__")
-    procs = PartsLoader(url, batch_size=100, transform=local)
-    try:
-        with pytest.raises(InvalidArgumentError, match="defined in __main__"):
+        with pytest.raises(InvalidArgumentError, match=says):
             next(iter(procs))
     finally:
         procs.close()

@@ -24,6 +24,10 @@ order and resumable state as :mod:`petastream.torch` (:class:`~petastream.pipeli
   tf.data parallelizes, as in ``model.fit(ds.map(...))``) hold batches your loop has not seen,
   and those count too: there, checkpoint with ``loader.state_dict(steps=k)``, the position
   after the first ``k`` batches of the current iteration, exact whatever was read ahead;
+* **workers**: decode threads by default; ``worker_type="process"`` decodes in worker
+  processes that hand batches over in shared memory (str/bytes as bytes and offsets, cut
+  apart in the graph), out of the way of TensorFlow's Python per element: 1.3-1.6x the rows/s
+  of threads on this project's benchmarks (docs/benchmarks.md);
 * **device**: ``device="/gpu:0"`` prefetches batches onto that device with
   ``tf.data.experimental.prefetch_to_device``. Tested with ``"/cpu:0"`` only; unmeasured on GPU.
 
