@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from decimal import Decimal
@@ -541,3 +542,23 @@ def test_process_worker_errors_reach_the_loop(typed_url):
         list(ds)
     with pytest.raises(InvalidArgumentError, match="worker_type must be 'thread' or 'process'"):
         TFLoader(typed_url, 8, worker_type="fork")
+
+
+@pytest.mark.cloud
+def test_process_workers_read_remote_shards_through_the_loaders_cache(s3_bucket, tmp_path, monkeypatch):
+    url = f"{s3_bucket}/tf-processes"
+    n = 600
+    write_mds({"id": np.arange(n), "s": np.array([f"v{i}é" for i in range(n)], dtype=object),
+               "x": np.arange(n * 2, dtype=np.float32).reshape(n, 2)}, url, size_limit=3000, compression="zstd")
+    mine, other = str(tmp_path / "loader-cache"), str(tmp_path / "elsewhere")
+    monkeypatch.setenv("PETASTREAM_CACHE_DIR", mine)
+    kw = dict(shuffle=True, seed=3, num_epochs=1, num_workers=2)
+    want = [_numpy(b) for b in TFLoader(url, 50, **kw).as_dataset()]
+    procs = TFLoader(url, 50, worker_type="process", **kw)
+    monkeypatch.setenv("PETASTREAM_CACHE_DIR", other)  # the workers start now, in this environment
+    try:
+        assert [_numpy(b) for b in procs.as_dataset()] == want
+        assert procs.dataset.num_shards > 3 and procs.dataset.cache.usage().entries == procs.dataset.num_shards
+        assert not os.path.exists(other)  # they used the loader's cache, not their environment's
+    finally:
+        procs.close()

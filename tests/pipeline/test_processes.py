@@ -234,3 +234,18 @@ def test_a_collected_loader_ends_its_workers(url):
     gc.collect()
     for p in workers:
         p.wait(timeout=10)
+
+
+def test_a_dataset_the_workers_cannot_open_is_an_error_in_the_loop(url, tmp_path):
+    import shutil
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(url, copy)
+    procs = PartsLoader(copy, batch_size=100, num_workers=2)
+    shutil.rmtree(copy)  # gone before the workers open it
+    try:
+        with pytest.raises(Exception, match="index.json") as err:
+            next(iter(procs))
+        assert "decode worker process" in "\n".join(getattr(err.value, "__notes__", ["decode worker process"]))
+    finally:
+        procs.close()

@@ -4,7 +4,8 @@ It imports no framework (TensorFlow stays in the loader's process; the ``convert
 TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader over one socket
 (a :class:`multiprocessing.connection.Connection` passed as a file descriptor). Messages in:
 
-* ``("dataset", dataset)``: the dataset the next passes read (kept open across passes);
+* ``("dataset", reopen)``: ``reopen()`` opens the dataset the next passes read (kept open
+  across passes; ``MDSDataset.reopener``, so with the loader's cache directory and limit);
 * ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``PassWork`` with no
   dataset); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
@@ -48,6 +49,7 @@ class Worker:
         self.no_arena = False  # the loader could not make one: items go inline
         self.pid = -1
         self.strings = False  # this pass packs str/bytes parts (see arena.Strings)
+        self.dataset_error: Exception | None = None  # why the dataset did not open here
 
     def serve(self) -> None:
         while True:
@@ -70,7 +72,11 @@ class Worker:
         elif kind == "dataset":
             if self.dataset is not None:
                 self.dataset.close()
-            self.dataset = msg[1]
+            self.dataset, self.dataset_error = None, None
+            try:
+                self.dataset = msg[1]()
+            except Exception as e:  # raised at the next pass, in the loader
+                self.dataset_error = e
         elif kind == "stop":
             if msg[1] == self.pid:
                 raise _Stopped
@@ -110,6 +116,8 @@ class Worker:
             except Exception as e:  # e.g. a transform whose module this interpreter cannot see
                 self.send(("unloadable", pid, f"{type(e).__name__}: {e}"))
                 return
+            if self.dataset_error is not None:
+                raise self.dataset_error
             # Strings the loader cuts apart itself are read as bytes and offsets, never as one
             # Python object per value (a transform sees the usual objects).
             if self.dataset is not None:

@@ -150,8 +150,8 @@ class WorkerPool:
                 "reader_pool_type='thread')") from None
         self._pid += 1
         for w in range(self.num_workers):
-            if work.dataset is not self._dataset:
-                self._send(w, ("dataset", work.dataset))
+            if work.dataset is not self._dataset:  # opened there with this process's cache
+                self._send(w, ("dataset", work.dataset.reopener()))
             self._send(w, ("pass", self._pid, payload, w, self.num_workers, strings))
         self._dataset = work.dataset
         return self._pid
