@@ -562,3 +562,17 @@ def test_process_workers_read_remote_shards_through_the_loaders_cache(s3_bucket,
         assert not os.path.exists(other)  # they used the loader's cache, not their environment's
     finally:
         procs.close()
+
+
+def test_a_hand_over_holds_at_most_about_64mb_of_rows(url, monkeypatch):
+    from petastream.tf import _loader
+
+    row = TFLoader(url, 64)._row_bytes
+    assert 20 <= row <= 100  # 'id', 3 floats and 'label' with the shard's per-sample header
+    monkeypatch.setattr(_loader, "_GROUP_BYTES", 64 * row * 3)  # three batches' worth
+    loader = TFLoader(url, 64, shuffle=True, seed=4, num_epochs=1)
+    assert loader._group == 3
+    one = [b["id"].numpy().tolist() for b in ptf.dataset(url, 64, shuffle=True, seed=4, batches_per_call=1)]
+    assert [b["id"].numpy().tolist() for b in loader.as_dataset()] == one
+    monkeypatch.setattr(_loader, "_GROUP_BYTES", 1)  # a batch bigger than the bound: one at a time
+    assert TFLoader(url, 64)._group == 1

@@ -16,7 +16,7 @@ from under the others (cpython#82300). Here the file is unlinked as soon as both
 have mapped it, so nothing can leak: the memory goes with the last mapping, also when a
 process is killed. Its size is reserved up front (``posix_fallocate``): a full ``/dev/shm`` (64
 MB in a default Docker container) then fails here, with a clear error, instead of killing the
-worker with ``SIGBUS`` on a page it cannot get; it falls back to the temporary directory.
+worker with ``SIGBUS`` on a page it cannot get; the worker then hands its items over pickled.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def pack_strings(a: np.ndarray) -> Strings | None:
 
 
 class ArenaError(OSError):
-    """No room for an arena in ``/dev/shm`` or the temporary directory."""
+    """No room for an arena in ``/dev/shm`` (or, without one, the temporary directory)."""
 
 
 def _round_up(n: int, to: int) -> int:
@@ -92,9 +92,11 @@ def _round_up(n: int, to: int) -> int:
 
 
 def _directories() -> list[str]:
+    # Memory only: where /dev/shm exists but is full, a disk-backed file could grow to the
+    # arenas' size on disk; the caller falls back to pickling instead. Systems without it
+    # (macOS) map a file in the temporary directory.
     shm = "/dev/shm"
-    dirs = [shm] if os.path.isdir(shm) and os.access(shm, os.W_OK) else []
-    return dirs + [tempfile.gettempdir()]
+    return [shm] if os.path.isdir(shm) and os.access(shm, os.W_OK) else [tempfile.gettempdir()]
 
 
 class Arena:

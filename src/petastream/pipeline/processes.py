@@ -195,7 +195,9 @@ class WorkerPool:
         try:
             arena = Arena.create(self.slots, int(need * _GROW))
         except ArenaError as e:
-            log.warning("decode worker %d hands its batches over pickled, more slowly: %s", w, e)
+            log.warning("decode worker %d hands its batches over pickled, more slowly: %s. Give the "
+                        "machine more shared memory (Docker: --shm-size), or hand over less at once "
+                        "(batches_per_call, batch_size, prefetch)", w, e)
             self._send(w, ("arena", None, str(e)))
             return
         with self._lock:

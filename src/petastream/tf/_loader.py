@@ -30,6 +30,8 @@ from petastream.tf._source import batch_source, groupable, groups_supported
 
 __all__ = ["TFLoader", "dataset"]
 
+_GROUP_BYTES = 64 << 20  # at most about this much per hand-over: big rows (images) go few batches at a time
+
 _RAGGED_MODES = ("ragged", "uniform")
 
 
@@ -54,9 +56,10 @@ class TFLoader(BatchLoader):
       ``batch_size`` rows; it must return the same columns and types for every batch.
     * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
-    * ``batches_per_call``: up to this many consecutive batches (default 16) are decoded,
-      converted and handed to TensorFlow at once, and cut apart inside the graph: no Python
-      per batch on either side (1.7x the rows/s of one batch per call on 'tabular' rows). An
+    * ``batches_per_call``: up to this many consecutive batches (default 16, and at most about
+      64 MB of stored rows) are decoded, converted and handed to TensorFlow at once, and cut
+      apart inside the graph: no Python per batch on either side (1.7x the rows/s of one
+      batch per call on 'tabular' rows). An
       epoch starts with groups of 1, 2, 4 and 8 batches (its first batch waits for one). Columns
       with a varying row shape (ragged) and a ``transform`` (called per batch) take one batch
       per hand-over. Plain ``state_dict()`` counts every batch handed over, so it may stand up
@@ -115,7 +118,15 @@ class TFLoader(BatchLoader):
         if (self.transform is not None or any(p.kind == RAGGED for p in self.plans) or not groupable(parts)
                 or not groups_supported()):
             return 1
-        return self.batches_per_call
+        batch_bytes = self.planner.batch_size * self._row_bytes
+        return max(1, min(self.batches_per_call, _GROUP_BYTES // max(1, batch_bytes)))
+
+    @functools.cached_property
+    def _row_bytes(self) -> int:
+        """Stored bytes per sample, on average: what sizes a hand-over of big rows."""
+        ds = self.dataset
+        n = len(ds)
+        return int(sum(ds.sources.raw_bytes(i) for i in range(ds.num_shards)) // n) if n else 0
 
     def _work(self, plan: Any) -> Any:
         work = super()._work(plan)
