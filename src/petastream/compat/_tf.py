@@ -54,7 +54,7 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
     worker_type = "process" if reader.pool_type == "process" else "thread"
     loader = ReaderLoader(reader.dataset, ragged="uniform", worker_type=worker_type, **kwargs)
     if worker_type == "process":
-        reader._workers.append(loader)  # the context manager's exit (reader.join) ends them
+        reader._workers.append(loader)  # the context manager's exit (reader.join) releases them
     dataset = loader.as_dataset()
     dataset = dataset.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
     return _v1(dataset)

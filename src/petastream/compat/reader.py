@@ -10,8 +10,9 @@ Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
 loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
-(:mod:`petastream.pipeline.processes`); iterating a Reader directly uses threads. ``predicate``, ``rowgroup_selector`` and ``filters``
-are refused with a clear error: filter the DataFrame before converting it.
+(:mod:`petastream.pipeline.processes`); iterating a Reader directly uses threads.
+``predicate``, ``rowgroup_selector`` and ``filters`` are refused with a clear error: filter the
+DataFrame before converting it.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class Reader:
         self.Row = namedtuple("inferred_schema_view" if not transform_spec else "inferred_schema_transformed_view", out)
         self.stopped = False
         self.last_row_consumed = False
-        self._workers: list[Any] = []  # loaders whose worker processes join() ends
+        self._workers: list[Any] = []  # loaders whose worker processes join() releases
 
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
@@ -141,8 +142,9 @@ class Reader:
         self.stopped = True
 
     def join(self) -> None:
-        """Petastorm's join waits for its worker pool; here it ends the worker processes of the
-        loaders reading this plan (``reader_pool_type="process"``), if any."""
+        """Petastorm's join waits for its worker pool; here it releases the worker processes of
+        the loaders reading this plan (``reader_pool_type="process"``), if any: the next
+        context's loader takes them over, else they stop after a minute."""
         for loader in self._workers:
             loader.close()
         self._workers.clear()

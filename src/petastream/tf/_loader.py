@@ -59,14 +59,12 @@ class TFLoader(BatchLoader):
     * ``batches_per_call``: up to this many consecutive batches (default 16, and at most about
       64 MB of stored rows) are decoded, converted and handed to TensorFlow at once, and cut
       apart inside the graph: no Python per batch on either side (1.7x the rows/s of one
-      batch per call on 'tabular' rows). An
-      epoch starts with groups of 1, 2, 4 and 8 batches (its first batch waits for one). Columns
-      with a varying row shape (ragged) and a ``transform`` (called per batch) take one batch
-      per hand-over. Plain ``state_dict()`` counts every batch handed over, so it may stand up
-      to ``batches_per_call - 1`` batches ahead of a loop that reads nothing ahead itself:
-      checkpoint with ``state_dict(steps=k)``, exact in every case, or pass
-      ``batches_per_call=1``.
-
+      batch per call on 'tabular' rows). An epoch starts with groups of 1, 2, 4 and 8 batches
+      (its first batch waits for one). Columns with a varying row shape (ragged) and a
+      ``transform`` (called per batch) take one batch per hand-over. Plain ``state_dict()``
+      counts every batch handed over, so it may stand up to ``batches_per_call - 1`` batches
+      ahead of a loop that reads nothing ahead itself: checkpoint with
+      ``state_dict(steps=k)``, exact in every case, or pass ``batches_per_call=1``.
     * ``worker_type``: ``"thread"`` (default): decode threads in this process; or ``"process"``:
       ``num_workers`` decode processes (:mod:`petastream.pipeline.processes`) that hand
       batches over in shared memory, which TensorFlow takes without a copy. TensorFlow's
@@ -103,8 +101,8 @@ class TFLoader(BatchLoader):
         super().__init__(dataset, batch_size, rank=rank, world_size=world_size, **kwargs)
         self.device = _check_device(device)
         self.ragged = ragged
-        # Processes persist across passes (each Keras epoch is a pass) and start early.
         self.plans: list[ColumnPlan] = self._plan(output_signature)
+        # Processes persist across passes (each Keras epoch is a pass) and start early.
         self._processes = (ProcessExecutor(self.num_workers, slots=self.prefetch + 2, strings=self._packed)
                            if worker_type == "process" else None)
         # TensorFlow-free, so that worker processes convert without importing TensorFlow
