@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 NUMPY2_PINS=(numpy==2.0.0 pyarrow==16.0.0)
-CORE_TESTS=(tests/mds tests/stream tests/test_import.py tests/pipeline/test_decode.py tests/test_cli.py)
+CORE_TESTS=(tests/mds tests/stream tests/test_import.py tests/pipeline/test_decode.py tests/test_cli.py
+            tests/pipeline/test_arena.py tests/pipeline/test_processes.py)
 PYTEST=(-q -p no:cacheprovider -m "not cloud" --timeout 900)
 
 build() {  # build VENV CONSTRAINTS EXTRAS
