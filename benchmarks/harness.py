@@ -44,6 +44,27 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
     return min(times)
 
 
+class Floor:
+    """The in-memory floor, timed again between the rows compared with it.
+
+    On a shared machine whose speed drifts within a run, a floor timed once at the start can
+    read slower than rows timed later (ratios above 100% that only mean the machine sped up).
+    ``again()`` after each row; the floor reported is the best of all its timings, so every
+    ratio is against the fastest the floor ran at any point of the run.
+    """
+
+    def __init__(self, seconds: Callable[[], float], repeat: int = 3):
+        self._seconds = seconds
+        self.times = [seconds() for _ in range(repeat)]
+
+    def again(self) -> None:
+        self.times.append(self._seconds())
+
+    def result(self, bench: str, variant: str, n: int) -> Result:
+        return Result(bench, variant, n, min(self.times),
+                      note=f"best of {len(self.times)} timings, {len(self.times) - 3} between the rows")
+
+
 def epoch_result(bench: str, variant: str, n: int, epoch: Callable[[], tuple[int, float]]) -> Result:
     """One warm-up epoch, then the best of 3 complete ones; ``epoch()`` returns (rows, seconds).
 

@@ -16,11 +16,12 @@ Rows are counted via ``id`` to confirm every epoch is complete.
 from __future__ import annotations
 
 import argparse
+import functools
 
 import numpy as np
 
 from benchmarks import peer_envs
-from benchmarks.harness import Result, epoch_result
+from benchmarks.harness import Floor, Result, epoch_result
 from benchmarks.torch_epoch import peer_result
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 from petastream import bench
@@ -45,14 +46,15 @@ def run(args: argparse.Namespace) -> list[Result]:
         data = make_data(workload, n)
         paths = prepare(workload, n, data)
         bench = f"{NAME}/{workload}"
-        results.append(Result(bench, FLOOR, n, min(floor(data) for _ in range(3))))
-        del data
-        for workers in (1, 2):
-            results.append(epoch_result(bench, f"petastream tf.dataset, {workers} worker(s)", n,
-                                        petastream_epochs(paths["mds"], workers)))
-        for workers in (1, 2):
-            results.append(epoch_result(bench, f"petastream tf.dataset, {workers} worker process(es)", n,
-                                        petastream_epochs(paths["mds"], workers, "process")))
+        base = Floor(functools.partial(floor, data))
+        rows = []
+        for worker_type, what in (("thread", "worker(s)"), ("process", "worker process(es)")):
+            for workers in (1, 2):
+                rows.append(epoch_result(bench, f"petastream tf.dataset, {workers} {what}", n,
+                                         petastream_epochs(paths["mds"], workers, worker_type)))
+                base.again()
+        results += [base.result(bench, FLOOR, n), *rows]
+        del data, base  # the columns: memory the peers need
         for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args):
             results.append(peer_result(bench, n, variant, res, note))
     return results
