@@ -122,7 +122,7 @@ def test_slots_go_back_when_the_batches_go(url):
             pass
         del _
         gc.collect()
-        assert procs.executor.pool._leased == [0] and procs.executor.pool.copied == copied
+        assert procs.executor.pool._leased == {} and procs.executor.pool.copied == copied
     finally:
         procs.close()
 
@@ -148,6 +148,36 @@ def test_breaking_off_then_the_next_epoch_is_whole(url):
         assert got == [_rows(b) for b in ref] and sorted(i for b in got for i in b[0]) == list(range(N))
     finally:
         procs.close()
+
+
+def test_an_item_names_the_arena_it_is_in_when_a_request_was_answered_late():
+    # A worker asks for an arena, its pass is broken off, and in the next pass it asks again:
+    # the loader answers both, and the worker may pack into the first before the second
+    # arrives (found by the hypothesis contract test in CI, where timing made it happen).
+    import socket
+    from multiprocessing.connection import Connection
+
+    from petastream.pipeline.arena import Arena
+
+    pool = processes.WorkerPool(1, slots=3)
+    try:
+        here, there = socket.socketpair()
+        pool._conns[0], worker = Connection(here.detach()), Connection(there.detach())  # we play worker 0
+        layout = [("shm", 0, "<i8", (5,))]
+        for msg in (("grow", 40), ("grow", 40), ("item", 7, 0, 1, 2, layout, None)):
+            worker.send(msg)
+        item = pool.receive(0, 7)  # answers both requests on the way
+        answers = [worker.recv(), worker.recv()]
+        assert [m[:2] for m in answers] == [("arena", 1), ("arena", 2)]
+        Arena.attach(*answers[0][2:]).pack(2, (np.arange(5),))  # the item really is in arena 1
+        (values,) = pool.views(0, *item[3:6])
+        assert values.tolist() == [0, 1, 2, 3, 4]
+        del values
+        gc.collect()
+        assert worker.recv() == ("free", 1, 2) and pool._leased == {}
+        Arena.attach(*answers[1][2:])  # (unlinks its file)
+    finally:
+        pool.close()
 
 
 def test_a_worker_error_keeps_its_type_and_traceback(url):
@@ -218,7 +248,7 @@ def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
     procs = PartsLoader(url, batch_size=100, num_workers=2)
     list(procs)
     pool = procs.executor.pool
-    paths = [a.path for a in pool._arenas]
+    paths = [a.path for arenas in pool._arenas for a in arenas.values()]
     procs.close()
     processes.shutdown_idle()
     assert pool.closed and all(p.poll() is not None for p in pool._procs)

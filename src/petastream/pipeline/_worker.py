@@ -9,7 +9,8 @@ TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader o
 * ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``PassWork`` with no
   dataset); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
-* ``("arena", path, slots, slot_bytes)`` or ``("arena", None, error)``: the arena asked for;
+* ``("arena", gen, path, slots, slot_bytes)`` or ``("arena", None, error)``: the arena asked
+  for (``gen``: its id, named by the items packed in it);
 * ``("free", gen, slot)``: the loader is done with a slot of arena ``gen``;
 * ``("exit",)`` or the socket closing: leave.
 
@@ -44,7 +45,7 @@ class Worker:
         self.conn = conn
         self.dataset: Any = None
         self.arena: Arena | None = None
-        self.gen = 0  # arenas made so far; frees of an older one are moot
+        self.gen = 0  # the id of the arena in use; frees of another one are moot
         self.free: set[int] = set()
         self.no_arena = False  # the loader could not make one: items go inline
         self.pid = -1
@@ -84,10 +85,9 @@ class Worker:
             raise SystemExit(0)
         elif kind == "arena":
             if msg[1] is None:
-                self.no_arena = True
-            else:
-                self.arena = Arena.attach(*msg[1:])
-                self.gen += 1
+                self.no_arena = True  # (the error text is logged by the loader)
+            else:  # (possibly the answer to a request of a pass since broken off)
+                self.gen, self.arena = msg[1], Arena.attach(*msg[2:])
                 self.free = set(range(self.arena.slots))
         # a "pass" cannot come mid-pass: the loader stops the last one first
 

@@ -73,7 +73,7 @@ def _spawn() -> tuple[subprocess.Popen, Connection]:
     return proc, Connection(parent.detach())
 
 
-def _shutdown(procs: list[subprocess.Popen], conns: list[Connection], arenas: list[Any]) -> None:
+def _shutdown(procs: list[subprocess.Popen], conns: list[Connection], arenas: list[dict[int, Arena]]) -> None:
     for conn in conns:
         try:
             conn.send(("exit",))
@@ -86,8 +86,8 @@ def _shutdown(procs: list[subprocess.Popen], conns: list[Connection], arenas: li
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    for arena in arenas:  # a worker that died before attaching its arena left the file
-        if arena is not None:
+    for mine in arenas:  # a worker that died before attaching an arena left its file
+        for arena in mine.values():
             unlink(arena.path)
 
 
@@ -102,7 +102,10 @@ class WorkerPool:
         self.num_workers, self.slots = num_workers, max(2, slots)
         self._procs: list[subprocess.Popen] = []
         self._conns: list[Connection] = []
-        self._arenas: list[Arena | None] = [None] * num_workers
+        # Per worker, the arenas made for it by id ("gen"), from the oldest it may still use:
+        # a request can be answered after the worker moved on (a pass broken off while it
+        # waited), so items name the arena they sit in, and older ones go once a newer is used.
+        self._arenas: list[dict[int, Arena]] = [{} for _ in range(num_workers)]
         # Ends the workers when the pool is closed or collected, or the program exits; set up
         # before they start, so that a failed start leaves none behind.
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._arenas)
@@ -112,8 +115,8 @@ class WorkerPool:
             self._conns.append(conn)
         self._send_locks = [threading.RLock() for _ in range(num_workers)]  # frees come from any thread
         self._lock = threading.Lock()
-        self._gens = [0] * num_workers
-        self._leased = [0] * num_workers
+        self._gens = [0] * num_workers  # the newest arena id made per worker
+        self._leased: dict[tuple[int, int], int] = {}  # (worker, arena id) -> slots leased
         self.copied = 0  # items copied out because the consumer held all but one slot
         self._pid = 0
         self._dataset: Any = None
@@ -201,22 +204,28 @@ class WorkerPool:
             self._send(w, ("arena", None, str(e)))
             return
         with self._lock:
-            self._arenas[w] = arena
             self._gens[w] += 1
-            self._leased[w] = 0  # the new arena's slots are all free
-        self._send(w, ("arena", arena.path, arena.slots, arena.slot_bytes))
+            gen = self._gens[w]
+            self._arenas[w][gen] = arena
+        self._send(w, ("arena", gen, arena.path, arena.slots, arena.slot_bytes))
 
     # -- leases -------------------------------------------------------------------------------
     def views(self, w: int, gen: int, slot: int, layout: list) -> tuple[Any, ...]:
         """An item's parts as views of its slot, leased until they are all gone; or copies (and
         the slot freed now) if the consumer already holds all but one slot of this worker."""
-        arena = self._arenas[w]
-        assert arena is not None and gen == self._gens[w], "an item from an arena this pool did not make"
-        base, parts = arena.views(slot, layout)
         with self._lock:
-            keep = self._leased[w] < self.slots - 1
+            arenas = self._arenas[w]
+            if gen not in arenas:
+                raise RuntimeError(f"decode worker {w} sent an item in arena {gen}, which this pool "
+                                   f"does not hold (it holds {sorted(arenas)})")
+            for old in [g for g in arenas if g < gen]:  # the worker has moved on from these
+                del arenas[old]
+            arena = arenas[gen]
+            leased = self._leased.get((w, gen), 0)
+            keep = leased < self.slots - 1
             if keep:
-                self._leased[w] += 1
+                self._leased[(w, gen)] = leased + 1
+        base, parts = arena.views(slot, layout)
         if not keep:
             parts = copy_parts(parts)
             del base
@@ -229,10 +238,12 @@ class WorkerPool:
 
     def _release(self, w: int, gen: int, slot: int) -> None:
         with self._lock:
-            if gen != self._gens[w]:
-                return  # an older arena: the worker has moved on
-            self._leased[w] -= 1
-        if not self.closed:
+            left = self._leased.get((w, gen), 0) - 1
+            if left > 0:
+                self._leased[(w, gen)] = left
+            else:
+                self._leased.pop((w, gen), None)
+        if not self.closed:  # the worker ignores frees of an arena it has left
             self._send(w, ("free", gen, slot))
 
 
