@@ -26,7 +26,7 @@ order and resumable state as :mod:`petastream.torch` (:class:`~petastream.pipeli
   after the first ``k`` batches of the current iteration, exact whatever was read ahead;
 * **workers**: decode threads by default; ``worker_type="process"`` decodes in worker
   processes that hand batches over in shared memory (str/bytes as bytes and offsets, cut
-  apart in the graph), out of the way of TensorFlow's Python per element: 1.3-1.6x the rows/s
+  apart in the graph), out of the way of TensorFlow's Python per element: 1.2-1.8x the rows/s
   of threads on this project's benchmarks (docs/benchmarks.md);
 * **device**: ``device="/gpu:0"`` prefetches batches onto that device with
   ``tf.data.experimental.prefetch_to_device``. Tested with ``"/cpu:0"`` only; unmeasured on GPU.
