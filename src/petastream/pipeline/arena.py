@@ -99,6 +99,16 @@ def _directories() -> list[str]:
     return [shm] if os.path.isdir(shm) and os.access(shm, os.W_OK) else [tempfile.gettempdir()]
 
 
+def _reserve(fd: int, size: int) -> None:
+    """Give the file its size with the pages reserved where the system can (Linux), so that a
+    full file system fails here; elsewhere (macOS has no posix_fallocate) just its size."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        fallocate(fd, 0, size)
+    else:
+        os.ftruncate(fd, size)
+
+
 class Arena:
     """``slots`` slots of ``slot_bytes`` bytes in a shared mapping (see the module doc)."""
 
@@ -115,7 +125,7 @@ class Arena:
         for d in _directories():
             fd, path = tempfile.mkstemp(prefix="petastream-arena-", dir=d)
             try:
-                os.posix_fallocate(fd, 0, size)
+                _reserve(fd, size)
                 return cls(path, slots, slot_bytes, mmap.mmap(fd, size))
             except OSError as e:
                 errors.append(f"{d}: {e.strerror or e}")
