@@ -169,3 +169,33 @@ def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
     shutdown_idle()
     for proc in pools[0]._procs:
         assert proc.wait(timeout=10) is not None
+
+
+def test_context_per_epoch_reuses_the_graph(spark, converter_env):
+    """A context per epoch (Petastorm scripts' shape) takes over the previous context's
+    tf.data graph instead of tracing a new one, and reads its own reader's plan through it:
+    the same stream as a first context with the same seed, the stopped-reader error while the
+    graph is parked, and a fresh graph when another context holds it or the arguments differ."""
+    conv = make_spark_converter(spark.range(300).selectExpr("id", "cast(id as float) / 2 as x").repartition(3))
+
+    def epoch(seed=5):
+        context = conv.make_tf_dataset(batch_size=32, num_epochs=1, seed=seed)
+        with context as dataset:
+            return dataset, [b.id.numpy().tolist() for b in dataset]
+
+    first, stream = epoch()
+    assert sorted(i for ids in stream for i in ids) == list(range(300))
+    with pytest.raises(tf.errors.OpError, match="make_reader/make_batch_reader has stopped"):
+        next(iter(first))  # parked: no reader behind it
+    second, again = epoch()
+    assert second is first and again == stream  # same graph; the new reader's plan (same seed)
+    other, shuffled = epoch(seed=6)
+    assert other is first and shuffled != stream  # a seed is the reader's, not the graph's
+    assert sorted(i for ids in shuffled for i in ids) == list(range(300))
+    with conv.make_tf_dataset(batch_size=16, num_epochs=1) as smaller:
+        assert smaller is not first and len(next(iter(smaller)).id) == 16
+    with conv.make_tf_dataset(batch_size=32, num_epochs=1, seed=5) as outer:
+        with conv.make_tf_dataset(batch_size=32, num_epochs=1, seed=5) as inner:
+            assert outer is first and inner is not outer  # one context holds a graph at a time
+            assert [b.id.numpy().tolist() for b in inner] == stream
+            assert [b.id.numpy().tolist() for b in outer] == stream

@@ -22,7 +22,7 @@ import os
 import re
 import secrets
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from petastream.compat.transform import TransformSpec, transform_batch
@@ -66,6 +66,13 @@ def _select(columns: list[str], schema_fields: Any) -> list[str]:
     return chosen
 
 
+@functools.lru_cache(maxsize=256)
+def _row_type(name: str, fields: tuple[str, ...]) -> type:
+    """One namedtuple class per name and fields, so that readers of the same columns give
+    elements of the same type (and a later context can take over an earlier one's TF graph)."""
+    return namedtuple(name, fields)
+
+
 class Reader:
     """The plan of a read: see :func:`make_batch_reader`."""
 
@@ -84,10 +91,12 @@ class Reader:
         self.transform_spec = transform_spec
         out = transform_spec.output_columns(columns) if transform_spec else columns
         self.schema_fields = out
-        self.Row = namedtuple("inferred_schema_view" if not transform_spec else "inferred_schema_transformed_view", out)
+        self.Row = _row_type("inferred_schema_view" if not transform_spec else "inferred_schema_transformed_view",
+                             tuple(out))
         self.stopped = False
         self.last_row_consumed = False
         self._workers: list[Any] = []  # loaders whose worker processes join() releases
+        self._on_join: list[Callable[[], None]] = []  # then these (a TF context parks its graph)
 
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
@@ -148,6 +157,9 @@ class Reader:
         for loader in self._workers:
             loader.close()
         self._workers.clear()
+        for release in self._on_join:
+            release()
+        self._on_join.clear()
 
     def __enter__(self) -> Reader:
         return self

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -262,17 +262,35 @@ class TFLoader(BatchLoader):
         :meth:`state_dict` counts exactly the batches a plain loop over it took. ``device``
         holds one batch in flight; see :meth:`state_dict` for pipelines that read ahead.
         """
+        return self._pipeline(self._begin())
+
+    def _begin(self) -> Callable[[], Iterator[tuple[np.ndarray, ...]]]:
+        """Ready this loader to be iterated by a pipeline: what starts one pass of it."""
         self.driver.check_nonempty()  # here, not as an error from inside a tf.data op
         if self._processes is not None:
             self._processes.start()  # the workers import while TensorFlow builds the pipeline
-        parts = self._part_specs()
-        # Declare the cardinality where every iteration has the same length (Keras then needs
-        # no steps_per_epoch and does not warn that it ran out of data); a loader standing
-        # mid-epoch after load_state_dict will have a short first iteration, so none then.
+        return functools.partial(self._iteration, self._cardinality()[1])
+
+    def _cardinality(self) -> tuple[int | None, int | None]:
+        """``(upcoming, declared)``: the batches of the next iteration (None: forever), and the
+        cardinality to declare. Declared where every iteration has the same length (Keras then
+        needs no steps_per_epoch and does not warn that it ran out of data); a loader standing
+        mid-epoch after load_state_dict will have a short first iteration, so none then."""
         upcoming = self.driver.next_iteration_len()
-        declared = upcoming if upcoming is not None and upcoming == len(self) else None
-        ds = batch_source(functools.partial(self._iteration, declared), parts, self._assemble,
-                          self._element(self.element_spec), group=self._group)
+        return upcoming, (upcoming if upcoming is not None and upcoming == len(self) else None)
+
+    def pipeline_key(self) -> tuple[Any, ...]:
+        """What the graph of :meth:`as_dataset` depends on. Loaders with equal keys can share
+        one graph, each pass started by whichever loader is bound to it (compat builds the
+        graph once for a context manager per epoch: tracing it costs ~0.1 s a build)."""
+        return (type(self), tuple(self.plans), self._packed, self._group, self._cardinality(),
+                self.planner.world_size > 1, self.device)
+
+    def _pipeline(self, start: Callable[[], Iterator[tuple[np.ndarray, ...]]]) -> tf.data.Dataset:
+        """The ``tf.data`` graph over passes that ``start()`` begins (see :meth:`_begin`)."""
+        upcoming, declared = self._cardinality()
+        ds = batch_source(start, self._part_specs(), self._assemble, self._element(self.element_spec),
+                          group=self._group)
         options = tf.data.Options()
         options.experimental_optimization.inject_prefetch = False
         if self.planner.world_size > 1:  # already this pipeline's shard: no second sharding
