@@ -124,8 +124,6 @@ def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -
         drops = [([], "thread")]
         if impl == "petastorm" and framework == "torch" and workload == "binary":
             drops.append((["payload", "name"], "thread"))
-        if impl == "petastream-compat" and framework == "tf":  # its own worker processes
-            drops.append(([], "process"))
         for drop, pool in drops:
             cache = os.path.join(paths["root"], f"cache-{impl}-{framework}")
             cli = ["--impl", impl, "--framework", framework, "--parquet", paths["parquet"],

@@ -151,24 +151,36 @@ def test_tf_dataset_petastorm_args(spark, converter_env):
 
 
 def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
-    """reader_pool_type='process' (Petastorm's process pool): the same stream from petastream's
-    worker processes; a context per epoch reuses them, and they stop when released."""
+    """reader_pool_type='process' (Petastorm's process pool) decodes in petastream's worker
+    processes, and so does 'thread' (the default) without a TransformSpec: the same stream as
+    one decode thread ('dummy'); a context per epoch reuses the workers, and they stop when
+    released. With a TransformSpec, 'thread' keeps threads (the function runs here)."""
+    from petastream.compat import TransformSpec
     from petastream.pipeline.processes import shutdown_idle
 
     conv = make_spark_converter(spark.range(500).selectExpr("id", "cast(id as float) * 2 as x").repartition(3))
     streams, pools = {}, []
-    for pool in ("thread", "process", "process"):
+    for pool in ("dummy", "process", "thread"):
         context = conv.make_tf_dataset(batch_size=64, num_epochs=2, seed=7, reader_pool_type=pool, workers_count=2)
         with context as dataset:
             streams[pool] = [(b.id.numpy().tolist(), b.x.numpy().tolist()) for b in dataset]
             pools += [loader._processes.pool for loader in context.reader._workers]
         assert not context.reader._workers  # the exit released them
         assert sorted(i for ids, _ in streams[pool] for i in ids) == sorted(list(range(500)) * 2)
-    assert streams["process"] == streams["thread"]
+    assert streams["process"] == streams["dummy"] == streams["thread"]
     assert len(pools) == 2 and pools[0] is pools[1]  # the second context took the first one's workers
+    spec = TransformSpec(_double_x)
+    context = conv.make_tf_dataset(batch_size=64, num_epochs=1, seed=7, workers_count=2, transform_spec=spec)
+    with context as dataset:
+        assert not context.reader._workers  # threads: the transform runs in this process
+        assert [b.x.numpy().tolist() for b in dataset] == [[2 * v for v in x] for _, x in streams["dummy"][:8]]
     shutdown_idle()
     for proc in pools[0]._procs:
         assert proc.wait(timeout=10) is not None
+
+
+def _double_x(df):
+    return df.assign(x=df.x * 2)
 
 
 def test_context_per_epoch_reuses_the_graph(spark, converter_env):

@@ -24,6 +24,7 @@ the stopped-reader error as before.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -81,13 +82,29 @@ def _park(key: tuple[Any, ...], bound: _Bound, dataset: Any) -> None:
                 del _parked[oldest]
 
 
+def _worker_type(reader: Any) -> str:
+    """Where the reader's workers decode: in worker processes for ``"process"``, and for
+    ``"thread"`` (Petastorm's default) too where that changes nothing a script can see: no
+    ``TransformSpec`` (no user code runs in the workers), two workers or more, a POSIX system.
+    The batches are the same; decoded beside TensorFlow's per-element Python instead of
+    competing with it for the interpreter lock, they come 1.3-1.8x faster (docs/benchmarks.md).
+    A ``TransformSpec`` keeps threads, so its function runs in this process as under
+    Petastorm's thread pool; ``"dummy"`` is one thread."""
+    if reader.pool_type == "process":
+        return "process"
+    if (reader.pool_type == "thread" and reader.transform_spec is None and reader.workers >= 2
+            and os.name == "posix"):
+        return "process"
+    return "thread"
+
+
 def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_queue_capacity: Any) -> Any:
     import tensorflow as tf
 
     from petastream.compat._tf_loader import ReaderLoader
 
     kwargs = reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0)
-    worker_type = "process" if reader.pool_type == "process" else "thread"
+    worker_type = _worker_type(reader)
     loader = ReaderLoader(reader, ragged="uniform", worker_type=worker_type, **kwargs)
     if worker_type == "process":
         reader._workers.append(loader)  # the context manager's exit (reader.join) releases them

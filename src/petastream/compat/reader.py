@@ -10,7 +10,9 @@ Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
 loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
-(:mod:`petastream.pipeline.processes`); iterating a Reader directly uses threads.
+(:mod:`petastream.pipeline.processes`), as it also does for ``"thread"`` without a
+``TransformSpec`` (see :func:`petastream.compat._tf._worker_type`); iterating a Reader directly
+uses threads.
 ``predicate``, ``rowgroup_selector`` and ``filters`` are refused with a clear error: filter the
 DataFrame before converting it.
 """
