@@ -244,6 +244,33 @@ def test_a_closed_loaders_workers_serve_the_next_loader_then_stop(url, monkeypat
         p.wait(timeout=10)
 
 
+def test_the_workers_keep_a_dataset_open_for_the_next_loader_of_the_same_one(url, tmp_path):
+    """A loader per epoch over a dataset opened anew each time (compat's context per epoch)
+    finds it open in the workers: it is sent again only when it is another dataset (another
+    URL or index), never read stale."""
+    from petastream.mds.dataset import MDSDataset
+
+    sent = []
+    first = PartsLoader(MDSDataset(url), batch_size=100, num_workers=2)
+    pool = first.executor.start()
+    send = pool._send
+    pool._send = lambda w, msg: (sent.append(msg[0]), send(w, msg))
+    list(first)
+    first.close()
+    second = PartsLoader(MDSDataset(url), batch_size=100, shuffle=True, seed=3, num_workers=2)
+    assert sorted(i for b in second for i in b[0]) == list(range(N))
+    assert second.executor.pool is pool and sent.count("dataset") == 2  # once per worker, first loader only
+    second.close()
+    other = str(tmp_path / "other")
+    write_mds({"id": np.arange(N, N + 50), "x": np.zeros((50, 3), np.float32),
+               "s": np.array(["a"] * 50, dtype=object), "v": np.array([np.ones(i % 2 + 1, np.int32) for i in range(50)], dtype=object)},
+              other, columns={"id": "int64", "x": "ndarray:float32:3", "s": "str", "v": "ndarray:int32"})
+    third = PartsLoader(MDSDataset(other), batch_size=100, num_workers=2)
+    assert sorted(i for b in third for i in b[0]) == list(range(N, N + 50))
+    assert third.executor.pool is pool and sent.count("dataset") == 4
+    third.close()
+
+
 def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
     procs = PartsLoader(url, batch_size=100, num_workers=2)
     list(procs)
