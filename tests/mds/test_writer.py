@@ -183,3 +183,69 @@ def test_writes_to_memory_filesystem():
     ds = petastream.open(url)
     assert ds.num_shards > 1
     assert list(ds.read(np.arange(10)[::-1])["x"]) == list(range(9, -1, -1))
+
+
+def _payloads(kind: str, n: int, seed: int) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    if kind == "random":  # what JPEG bytes or hashes look like to a compressor
+        return [rng.bytes(200) for _ in range(n)]
+    return [(b"label-%d;" % (i % 7)) * 20 for i in range(n)]  # text: compresses well
+
+
+@pytest.mark.parametrize("codec", ["zstd:1", "gz:1", "snappy"])
+def test_min_compression_saving_stores_incompressible_shards_as_mosaic_stores_uncompressed(tmp_path, codec):
+    """Shards of random bytes go uncompressed (compression null, header included: the same
+    bytes as a write with compression=None), shards of text compressed; the reader reads both,
+    and the values come back exactly."""
+    from petastream.mds.dataset import MDSDataset
+
+    kinds = ["random", "text", "random", "text"]
+    blocks = [_payloads(k, 300, seed) for seed, k in enumerate(kinds)]
+    ids = np.arange(1200)
+    out = tmp_path / "mixed"
+    with MDSWriter(columns={"id": "int64", "b": "bytes"}, out=str(out), compression=codec,
+                   size_limit=None, min_compression_saving=0.1) as w:
+        for i, block in enumerate(blocks):
+            w.write_columns({"id": ids[300 * i:300 * (i + 1)], "b": block})
+            w.flush()
+    shards = _index(out)
+    family = codec.split(":")[0]
+    assert [s["compression"] for s in shards] == [None, codec, None, codec]
+    assert [s["zip_data"] is None for s in shards] == [True, False, True, False]
+    assert sorted(os.listdir(out)) == sorted(["index.json", "shard.00000.mds", f"shard.00001.mds.{family}",
+                                              "shard.00002.mds", f"shard.00003.mds.{family}"])
+    plain = tmp_path / "plain"
+    with MDSWriter(columns={"id": "int64", "b": "bytes"}, out=str(plain), compression=None, size_limit=None) as w:
+        w.write_columns({"id": ids[:300], "b": blocks[0]})
+    assert (out / "shard.00000.mds").read_bytes() == (plain / "shard.00000.mds").read_bytes()
+    assert _index(plain)[0] == shards[0]
+    ds = MDSDataset(str(out))
+    got = ds.read(np.arange(1200), ["id", "b"])
+    assert got["id"].tolist() == ids.tolist() and list(got["b"]) == [v for b in blocks for v in b]
+
+
+def test_min_compression_saving_zero_compresses_every_shard_as_mosaic(tmp_path):
+    with MDSWriter(columns={"b": "bytes"}, out=str(tmp_path), compression="zstd:1") as w:
+        w.write_columns({"b": _payloads("random", 100, 0)})
+    assert [s["compression"] for s in _index(tmp_path)] == ["zstd:1"]
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.0, "10%", True, None])
+def test_min_compression_saving_must_be_a_fraction(tmp_path, value):
+    from petastream.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="min_compression_saving must be a fraction"):
+        MDSWriter(columns={"b": "bytes"}, out=str(tmp_path), compression="zstd", min_compression_saving=value)
+
+
+def test_compression_sample_spans_the_shard():
+    """The sample is four pieces spread over the whole shard (first, last and between), taken
+    across block boundaries without joining the blocks."""
+    from petastream.mds.writer import _sample
+
+    data = bytes(range(256)) * 40  # 10240 bytes
+    segments = [memoryview(data[i:i + 1000]) for i in range(0, len(data), 1000)]
+    sample = _sample(segments, 4, 100)
+    starts = [round(k * (len(data) - 100) / 3) for k in range(4)]
+    assert sample == b"".join(data[s:s + 100] for s in starts)
+    assert _sample(segments[:1], 4, 1000) == data[:1000]  # short: all of it

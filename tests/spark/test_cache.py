@@ -228,3 +228,24 @@ def test_sweep_removes_unreported_task_attempts(tmp_path):
     (attempt / "index.json").write_text("{}")
     _sweep(str(attempt), ["00000-1-aa", "00001-2-cc"], None)
     assert sorted(os.listdir(attempt)) == ["00000-1-aa", "00001-2-cc", "index.json"]
+
+
+def test_incompressible_partitions_are_stored_uncompressed(spark, cache_dir):
+    """min_compression_saving (0.1 by default): a task's shard of random bytes is stored as an
+    uncompressed shard, one of text compressed; the dataset reads back whole either way, and 0
+    compresses every shard."""
+    from pyspark.sql import functions as F
+
+    random = F.unhex(F.concat(*[F.sha2(F.concat(F.col("id").cast("string"), F.lit(k)), 512) for k in range(4)]))
+    df = spark.range(4000, numPartitions=2).select(
+        "id", F.when(F.col("id") < 2000, random)  # 256 random bytes a row: as JPEG bytes look
+         .otherwise(F.encode(F.repeat(F.lit("text "), 20), "utf-8")).alias("b"))
+    mixed = materialize(df, cache_dir, compression="zstd:1")
+    shards = petastream.open(mixed.url).shards
+    assert sorted(str(s["compression"]) for s in shards) == ["None", "zstd:1"]
+    rows = read_rows(mixed.url)
+    assert [r["id"] for r in rows] == list(range(4000)) and rows[0]["b"] != rows[3999]["b"] == b"text " * 20
+    every = materialize(df, cache_dir, compression="zstd:1", min_compression_saving=0)
+    assert [s["compression"] for s in petastream.open(every.url).shards] == ["zstd:1", "zstd:1"]
+    with pytest.raises(petastream.errors.InvalidArgumentError, match="min_compression_saving"):
+        materialize(df, cache_dir, min_compression_saving=1.5)

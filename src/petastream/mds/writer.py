@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import DatasetExistsError, EncodingError, FormatError
+from petastream.errors import DatasetExistsError, EncodingError, FormatError, InvalidArgumentError
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
@@ -44,6 +44,14 @@ class MDSWriter:
     ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's. ``exist_ok=True``
     clears a non-empty ``out`` first; otherwise a non-empty ``out`` is an error.
     ``write_index=False`` leaves index.json to the caller (partial datasets merged later).
+
+    ``min_compression_saving`` (petastream's; 0, Mosaic's behaviour, by default): a shard whose
+    sample (four 64 KB pieces spread over it) the codec does not shrink by at least this
+    fraction is stored uncompressed, exactly as Mosaic writes an uncompressed shard
+    (``compression`` null in its index entry and its header); the others are compressed.
+    Compressing bytes that are already compressed or random (JPEG, PNG, embeddings as bytes)
+    spends most of a write's CPU for a few percent (RocksDB skips blocks saving under 12.5%).
+    Readers take each shard's own ``compression``, Mosaic's included.
     """
 
     def __init__(
@@ -57,6 +65,7 @@ class MDSWriter:
         exist_ok: bool = False,
         write_index: bool = True,
         storage_options: dict | None = None,
+        min_compression_saving: float = 0.0,
         **kwargs: Any,
     ):
         unknown = set(kwargs) - _MOSAIC_KWARGS
@@ -70,6 +79,7 @@ class MDSWriter:
         self.size_limit = parse_size_limit(size_limit)
         self.config = self.layout.config(compression, self.hashes, self.size_limit)
         self._config_json = self.layout.config_json(compression, self.hashes, self.size_limit)
+        self.min_compression_saving = check_compression_saving(min_compression_saving)
         self.location: Location = resolve(out, storage_options)
         self.write_index = write_index
         self.shards: list[dict[str, Any]] = []
@@ -180,20 +190,25 @@ class MDSWriter:
         """Write the pending samples as one shard (even if there are none). Uncompressed,
         the shard's parts are hashed and written one after the other (never joined)."""
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
-        parts = shard_parts(self._config_json, sizes, self._segments)
+        codec, config, config_json = self.codec, self.config, self._config_json
+        if codec is not None and not self._compression_pays():
+            config = {**config, "compression": None}
+            config_json = self.layout.config_json(None, self.hashes, self.size_limit)
+            codec = None
+        parts = shard_parts(config_json, sizes, self._segments)
         self._segments = []
         index = len(self.shards)
         raw_name = shard_basename(index, None)
         zip_data = None
-        if self.codec is not None:
+        if codec is not None:
             raw = b"".join(parts)
             del parts  # the blocks are in raw now: let them go before compressing
             _release_arrow_memory()  # they were Arrow buffers, held by its pool until released
             raw_data = {"basename": raw_name, "bytes": len(raw),
                         "hashes": {h: hashing.hexdigest(h, raw) for h in self.hashes}}
-            packed = self.codec.compress(raw)
+            packed = codec.compress(raw)
             del raw
-            zip_data = {"basename": shard_basename(index, self.codec.extension), "bytes": len(packed),
+            zip_data = {"basename": shard_basename(index, codec.extension), "bytes": len(packed),
                         "hashes": {h: hashing.hexdigest(h, packed) for h in self.hashes}}
             self.location.write_bytes_atomic(zip_data["basename"], packed)
         else:
@@ -202,9 +217,20 @@ class MDSWriter:
             self.location.write_bytes_atomic(raw_name, parts)
             del parts
             _release_arrow_memory()
-        self.shards.append({**self.config, "raw_data": raw_data, "samples": len(sizes),
+        self.shards.append({**config, "raw_data": raw_data, "samples": len(sizes),
                             "zip_data": zip_data})
         self._reset()
+
+    def _compression_pays(self) -> bool:
+        """Whether the codec shrinks a sample of the pending samples' bytes by at least
+        ``min_compression_saving`` (always, at 0)."""
+        if not self.min_compression_saving:
+            return True
+        sample = _sample(self._segments, _SAMPLE_PIECES, _SAMPLE_PIECE_BYTES)
+        if not sample:
+            return True
+        packed = len(self.codec.compress(sample))  # type: ignore[union-attr]
+        return packed <= (1.0 - self.min_compression_saving) * len(sample)
 
     def finish(self) -> list[dict[str, Any]]:
         """Flush the rest and write index.json (last: it is the commit point)."""
@@ -239,6 +265,33 @@ class MDSWriter:
 
 
 _BLOCK_BYTES = 1 << 26  # encoded bytes per block when shards are unbounded
+_SAMPLE_PIECES, _SAMPLE_PIECE_BYTES = 4, 1 << 16  # what min_compression_saving compresses first
+
+
+def check_compression_saving(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise InvalidArgumentError(
+            f"min_compression_saving must be a fraction in [0, 1) (e.g. 0.1: store a shard "
+            f"uncompressed unless compression saves 10%), got {value!r}")
+    return float(value)
+
+
+def _sample(segments: list[memoryview], pieces: int, piece: int) -> bytes:
+    """``pieces`` runs of ``piece`` bytes spread evenly over the concatenated ``segments`` (all
+    of them when shorter), without joining them."""
+    total = sum(len(s) for s in segments)
+    if total <= pieces * piece:
+        return b"".join(segments)
+    wanted = [round(k * (total - piece) / (pieces - 1)) for k in range(pieces)]
+    out, base = [], 0
+    for seg in segments:
+        end = base + len(seg)
+        for start in wanted:
+            lo, hi = max(start, base), min(start + piece, end)
+            if lo < hi:
+                out.append(seg[lo - base:hi - base])
+        base = end
+    return b"".join(out)
 _FIRST_BLOCK_ROWS = 1024  # rows encoded before the row size is known
 
 
@@ -377,17 +430,20 @@ def write_mds(
     size_limit: int | str | None = 1 << 26,
     exist_ok: bool = False,
     storage_options: dict | None = None,
+    min_compression_saving: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Write a table (dict of arrays, Arrow table, pandas DataFrame) as an MDS dataset.
 
     Encodings are inferred when ``columns`` is None (see :mod:`petastream.mds.infer`).
-    Returns the shard list written to index.json.
+    Returns the shard list written to index.json. ``min_compression_saving``: see
+    :class:`MDSWriter`.
     """
     cols = _as_columns(data)
     if columns is None:
         columns = infer_columns(cols)
     with MDSWriter(columns=columns, out=out, compression=compression, hashes=hashes,
-                   size_limit=size_limit, exist_ok=exist_ok, storage_options=storage_options) as w:
+                   size_limit=size_limit, exist_ok=exist_ok, storage_options=storage_options,
+                   min_compression_saving=min_compression_saving) as w:
         w.write_columns(cols)
     return w.shards
 

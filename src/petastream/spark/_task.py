@@ -53,10 +53,11 @@ class TaskWriter:
 
     def __init__(self, url: str, plans: list[Any], *, compression: str | None,
                  hashes: list[str] | None, size_limit: int | str | None,
-                 fill: bool, storage_options: dict | None):
+                 fill: bool, storage_options: dict | None, min_compression_saving: float = 0.0):
         self.url = url.rstrip("/")
         self.plans = plans
         self.compression = compression
+        self.min_compression_saving = min_compression_saving
         self.hashes = hashes
         self.size_limit = size_limit
         self.fill = fill
@@ -88,6 +89,7 @@ class TaskWriter:
                 if writer is None:
                     writer = MDSWriter(columns=columns, out=f"{self.url}/{sub}",
                                        compression=self.compression, hashes=self.hashes,
+                                       min_compression_saving=self.min_compression_saving,
                                        size_limit=self.size_limit, write_index=False,
                                        storage_options=self.storage_options)
                 writer.write_columns(cols)

@@ -36,6 +36,7 @@ from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import resolve
+from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
 from petastream.spark._outcome import Retry, check_agreement, job_failure
@@ -113,6 +114,7 @@ def materialize(
     parent_url: str | None = None,
     *,
     compression: str | None = "zstd:1",
+    min_compression_saving: float = 0.1,
     hashes: list[str] | None = None,
     size_limit: int | str | None = 1 << 26,
     dtype: str | None = "float32",
@@ -158,6 +160,7 @@ def materialize(
     """
     start = time.perf_counter()
     check_dtype(dtype)
+    check_compression_saving(min_compression_saving)
     if null_policy not in ("error", "fill"):
         raise ValueError(f"null_policy={null_policy!r}: use 'error' or 'fill'")
     if nested not in ("error", "json"):
@@ -173,11 +176,11 @@ def materialize(
         keep_at_exit = parent_url is not None
     parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
     hashes = list(DEFAULT_HASHES) if hashes is None else sorted(hashes)
-    options = {"compression": compression, "hashes": hashes,
+    options = {"compression": compression, "min_compression_saving": min_compression_saving, "hashes": hashes,
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
                "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
                else array_lengths, "nested": nested}
-    write = dict(compression=compression, hashes=hashes, size_limit=size_limit, dtype=dtype,
+    write = dict(compression=compression, min_saving=min_compression_saving, hashes=hashes, size_limit=size_limit, dtype=dtype,
                  null_policy=null_policy, array_lengths=array_lengths, nested=nested,
                  storage_options=storage_options, progress_interval=progress_interval,
                  start=start, keep=keep_at_exit)
@@ -272,7 +275,8 @@ def describe(url: str, storage_options: dict | None = None, **kwargs: Any) -> Ma
         columns=columns, storage_options=storage_options, **kwargs)
 
 
-def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: list[str] | None,
+def _write(df: Any, parent: str, key: str, *, compression: str | None, min_saving: float,
+           hashes: list[str] | None,
            size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
            progress_interval: float, start: float, keep: bool) -> MaterializedDataset | None:
@@ -290,7 +294,7 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
     job_start = time.perf_counter()
     for _ in range(len(plans) + 1):
         try:
-            rows, shards, url, won = _attempt(prepared, plans, parent, key, compression, hashes,
+            rows, shards, url, won = _attempt(prepared, plans, parent, key, (compression, min_saving), hashes,
                                               size_limit, null_policy, storage_options,
                                               progress_interval, keep)
             break
@@ -320,7 +324,7 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, hashes: l
 
 
 def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
-             compression: str | None, hashes: list[str] | None, size_limit: Any,
+             codec: tuple[str | None, float], hashes: list[str] | None, size_limit: Any,
              null_policy: str, storage_options: dict | None, progress_interval: float,
              keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
     """One write job into a fresh attempt directory, merged and published. The lease is
@@ -331,7 +335,8 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     # dots; the tasks take columns by position anyway.
     source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
     attempt = cache.attempt_url(parent, key)
-    writer = TaskWriter(attempt, plans, compression=compression, hashes=hashes,
+    compression, min_saving = codec
+    writer = TaskWriter(attempt, plans, compression=compression, min_compression_saving=min_saving, hashes=hashes,
                         size_limit=size_limit, fill=null_policy == "fill",
                         storage_options=storage_options)
     try:
