@@ -265,10 +265,12 @@ class MDSWriter:
 
 
 _BLOCK_BYTES = 1 << 26  # encoded bytes per block when shards are unbounded
+_FIRST_BLOCK_ROWS = 1024  # rows encoded before the row size is known
 _SAMPLE_PIECES, _SAMPLE_PIECE_BYTES = 4, 1 << 16  # what min_compression_saving compresses first
 
 
 def check_compression_saving(value: Any) -> float:
+    """``min_compression_saving`` as a float, or an error naming the argument."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
         raise InvalidArgumentError(
             f"min_compression_saving must be a fraction in [0, 1) (e.g. 0.1: store a shard "
@@ -292,7 +294,6 @@ def _sample(segments: list[memoryview], pieces: int, piece: int) -> bytes:
                 out.append(seg[lo - base:hi - base])
         base = end
     return b"".join(out)
-_FIRST_BLOCK_ROWS = 1024  # rows encoded before the row size is known
 
 
 def _digest(name: str, parts: list[Any]) -> str:

@@ -176,14 +176,16 @@ def materialize(
         keep_at_exit = parent_url is not None
     parent = (parent_url or parent_cache_dir(df.sparkSession)).rstrip("/") or "/"
     hashes = list(DEFAULT_HASHES) if hashes is None else sorted(hashes)
-    options = {"compression": compression, "min_compression_saving": min_compression_saving, "hashes": hashes,
+    options = {"compression": compression, "hashes": hashes,
+               # part of the content key only where it can change the shards
+               "min_compression_saving": min_compression_saving if compression else None,
                "size_limit": size_limit, "dtype": dtype, "null_policy": null_policy,
                "array_lengths": dict(array_lengths) if isinstance(array_lengths, Mapping)
                else array_lengths, "nested": nested}
-    write = dict(compression=compression, min_saving=min_compression_saving, hashes=hashes, size_limit=size_limit, dtype=dtype,
-                 null_policy=null_policy, array_lengths=array_lengths, nested=nested,
-                 storage_options=storage_options, progress_interval=progress_interval,
-                 start=start, keep=keep_at_exit)
+    write = dict(compression=compression, min_saving=min_compression_saving, hashes=hashes,
+                 size_limit=size_limit, dtype=dtype, null_policy=null_policy,
+                 array_lengths=array_lengths, nested=nested, storage_options=storage_options,
+                 progress_interval=progress_interval, start=start, keep=keep_at_exit)
     with _REGISTRY.lock:
         if reuse:
             url = _REGISTRY.lookup(df, parent, options)
@@ -276,8 +278,7 @@ def describe(url: str, storage_options: dict | None = None, **kwargs: Any) -> Ma
 
 
 def _write(df: Any, parent: str, key: str, *, compression: str | None, min_saving: float,
-           hashes: list[str] | None,
-           size_limit: int | str | None, dtype: str | None, null_policy: str,
+           hashes: list[str] | None, size_limit: int | str | None, dtype: str | None, null_policy: str,
            array_lengths: Any, nested: str, storage_options: dict | None,
            progress_interval: float, start: float, keep: bool) -> MaterializedDataset | None:
     """Write ``df`` and publish it under ``key`` (leased by this process); None if another
@@ -294,8 +295,8 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, min_savin
     job_start = time.perf_counter()
     for _ in range(len(plans) + 1):
         try:
-            rows, shards, url, won = _attempt(prepared, plans, parent, key, (compression, min_saving), hashes,
-                                              size_limit, null_policy, storage_options,
+            rows, shards, url, won = _attempt(prepared, plans, parent, key, (compression, min_saving),
+                                              hashes, size_limit, null_policy, storage_options,
                                               progress_interval, keep)
             break
         except Retry as retry:
@@ -336,8 +337,8 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
     attempt = cache.attempt_url(parent, key)
     compression, min_saving = codec
-    writer = TaskWriter(attempt, plans, compression=compression, min_compression_saving=min_saving, hashes=hashes,
-                        size_limit=size_limit, fill=null_policy == "fill",
+    writer = TaskWriter(attempt, plans, compression=compression, min_compression_saving=min_saving,
+                        hashes=hashes, size_limit=size_limit, fill=null_policy == "fill",
                         storage_options=storage_options)
     try:
         rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
