@@ -60,6 +60,15 @@ def test_graph_mode_one_shot_iterator(spark, converter_env):
             with tf.compat.v1.Session() as sess:
                 assert sess.run(tensor).id.tolist() == list(range(10))
                 assert sess.run(method).id.tolist() == list(range(10))
+    # The graph that context parked belongs to that tf.Graph: eager code (and another graph)
+    # gets one of its own.
+    with conv.make_tf_dataset(batch_size=10, num_epochs=1, shuffle_row_groups=False) as dataset:
+        assert next(iter(dataset)).id.numpy().tolist() == list(range(10))
+    with tf.Graph().as_default():
+        with conv.make_tf_dataset(batch_size=10, num_epochs=1, shuffle_row_groups=False) as dataset:
+            tensor = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+            with tf.compat.v1.Session() as sess:
+                assert sess.run(tensor).id.tolist() == list(range(10))
 
 
 def test_autograph_eager_iteration_and_stopped_reader(spark, converter_env):
