@@ -87,7 +87,8 @@ def _worker_type(reader: Any) -> str:
     ``"thread"`` (Petastorm's default) too where that changes nothing a script can see: no
     ``TransformSpec`` (no user code runs in the workers), two workers or more, a POSIX system.
     The batches are the same; decoded beside TensorFlow's per-element Python instead of
-    competing with it for the interpreter lock, they come 1.3-1.8x faster (docs/benchmarks.md).
+    competing with it for the interpreter lock, they come faster (1.2-1.8x on numeric rows, up
+    to 1.3x with str/bytes columns: docs/benchmarks.md).
     A ``TransformSpec`` keeps threads, so its function runs in this process as under
     Petastorm's thread pool; ``"dummy"`` is one thread."""
     if reader.pool_type == "process":
