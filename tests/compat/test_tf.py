@@ -220,3 +220,51 @@ def test_context_per_epoch_reuses_the_graph(spark, converter_env):
             assert outer is first and inner is not outer  # one context holds a graph at a time
             assert [b.id.numpy().tolist() for b in inner] == stream
             assert [b.id.numpy().tolist() for b in outer] == stream
+
+
+@pytest.mark.cloud
+def test_contexts_per_epoch_over_s3_share_workers_graph_and_cache(s3_bucket, tmp_path, monkeypatch):
+    """Petastorm's shape over object storage: a reader and a make_tf_dataset context per epoch
+    on zstd shards in S3 (moto). Every epoch is whole and matches one decode thread; the
+    second context reuses the first one's workers, graph and open dataset (not sent to the
+    workers again), and each shard is downloaded once into the node's cache."""
+    from petastream.compat._tf import make_tf_dataset
+    from petastream.compat.reader import make_batch_reader
+    from petastream.mds.writer import write_mds
+    from petastream.pipeline import processes
+
+    url = f"{s3_bucket}/compat-epochs"
+    n = 900
+    write_mds({"id": np.arange(n), "s": np.array([f"r{i}" for i in range(n)], dtype=object),
+               "x": np.arange(n * 2, dtype=np.float32).reshape(n, 2)}, url, size_limit=4000, compression="zstd")
+    monkeypatch.setenv("PETASTREAM_CACHE_DIR", str(tmp_path / "cache"))
+    sent = []
+    start_pass = processes.WorkerPool.start_pass
+
+    def counting(pool, work, strings=False):
+        send = pool._send
+        pool._send = lambda w, msg: (sent.append(msg[0]), send(w, msg))
+        try:
+            return start_pass(pool, work, strings)
+        finally:
+            pool._send = send
+
+    monkeypatch.setattr(processes.WorkerPool, "start_pass", counting)
+
+    def epoch(pool_type):
+        reader = make_batch_reader(url, reader_pool_type=pool_type, workers_count=2, seed=11, num_epochs=1)
+        with reader:
+            dataset = make_tf_dataset(reader, batch_size=64, prefetch=None, shuffling_queue_capacity=0)
+            batches = [(b.id.numpy().tolist(), [v.decode() for v in b.s.numpy()]) for b in dataset]
+            pools = [loader._processes.pool for loader in reader._workers]
+        return dataset, batches, pools, reader.dataset
+
+    _, want, none, _ = epoch("dummy")
+    assert not none and sorted(i for ids, _ in want for i in ids) == list(range(n))
+    first, got, pools, opened = epoch("thread")
+    second, again, more, _ = epoch("thread")
+    assert got == want and again == want
+    assert second is first and more == pools and len(pools) == 1
+    assert sent.count("dataset") == 2  # once per worker, by the first context only
+    assert opened.num_shards > 3 and opened.cache.usage().entries == opened.num_shards
+    processes.shutdown_idle()
