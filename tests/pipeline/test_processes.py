@@ -271,6 +271,26 @@ def test_the_workers_keep_a_dataset_open_for_the_next_loader_of_the_same_one(url
     third.close()
 
 
+def test_a_parked_pool_serves_only_loaders_in_its_environment(url, monkeypatch):
+    """Workers keep the environment they started in (credentials, cache settings): after it
+    changes, a new loader starts workers of its own; back in the old one, it takes the parked."""
+    first = PartsLoader(url, batch_size=500, num_workers=2)
+    list(first)
+    pool = first.executor.pool
+    first.close()
+    with monkeypatch.context() as changed:
+        changed.setenv("AWS_ACCESS_KEY_ID", "rotated")
+        second = PartsLoader(url, batch_size=500, num_workers=2)
+        assert sorted(i for b in second for i in b[0]) == list(range(N))
+        assert second.executor.pool is not pool
+        second.close()
+    third = PartsLoader(url, batch_size=500, num_workers=2)
+    list(third)
+    assert third.executor.pool is pool
+    third.close()
+    processes.shutdown_idle()
+
+
 def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
     procs = PartsLoader(url, batch_size=100, num_workers=2)
     list(procs)

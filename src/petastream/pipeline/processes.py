@@ -19,7 +19,8 @@ forking a process that runs TensorFlow's (or any) threads can deadlock the child
 interpreter does not re-run the user's ``__main__`` as ``spawn`` does. They import no
 framework. They persist across passes (a pool per loader; the dataset is sent once and stays
 open in them); a closed loader's pool waits ``_IDLE_S`` seconds for the next loader of as many
-workers (:class:`ProcessExecutor`). The processes end with the pool's close, its collection or
+workers in the same environment (:class:`ProcessExecutor`: workers keep the environment they
+started in, credentials and cache settings included). The processes end with the pool's close, its collection or
 the end of the program, and by themselves when this process goes (their socket closes).
 
 Failure handling, so that nothing hangs: a worker's exception is re-raised here with its type
@@ -60,10 +61,20 @@ class WorkerDiedError(RuntimeError):
     """A worker process exited while it owed items."""
 
 
-def _spawn() -> tuple[subprocess.Popen, Connection]:
-    parent, child = socket.socketpair()
-    env = dict(os.environ)  # the worker imports what this process can (petastream, a transform's module)
+def _worker_env() -> dict[str, str]:
+    """The environment a worker starts with: this process's (credentials, cache settings), and
+    its import path (the worker imports what this process can: petastream, a transform's module)."""
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    return env
+
+
+def _env_key(env: dict[str, str]) -> int:
+    return hash(tuple(sorted(env.items())))
+
+
+def _spawn(env: dict[str, str]) -> tuple[subprocess.Popen, Connection]:
+    parent, child = socket.socketpair()
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "petastream.pipeline._worker", str(child.fileno())],
@@ -109,8 +120,10 @@ class WorkerPool:
         # Ends the workers when the pool is closed or collected, or the program exits; set up
         # before they start, so that a failed start leaves none behind.
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._arenas)
+        env = _worker_env()
+        self.env_key = _env_key(env)  # a parked pool serves only loaders in the same environment
         for _ in range(num_workers):
-            proc, conn = _spawn()
+            proc, conn = _spawn(env)
             self._procs.append(proc)
             self._conns.append(conn)
         self._send_locks = [threading.RLock() for _ in range(num_workers)]  # frees come from any thread
@@ -335,7 +348,8 @@ class ProcessExecutor:
     """A loader's worker processes: a :class:`WorkerPool` started on first use and kept across
     passes, replaced after one of its workers died; ``executor(work)`` runs a pass on it.
 
-    :meth:`close` parks the pool for the next executor of as many workers (a new loader per
+    :meth:`close` parks the pool for the next executor of as many workers, in the environment
+    the workers started in (a new loader per
     epoch, or per compat context manager, then starts no processes); a parked pool is stopped
     after ``_IDLE_S`` seconds unused, by :func:`shutdown_idle`, or at exit."""
 
@@ -360,7 +374,7 @@ class ProcessExecutor:
 
 
 _IDLE_S = 60.0  # how long a parked pool waits for its next loader
-_parked: dict[tuple[int, int], tuple[WorkerPool, threading.Timer]] = {}
+_parked: dict[tuple[int, int, int], tuple[WorkerPool, threading.Timer]] = {}
 _parked_lock = threading.Lock()
 
 
@@ -368,7 +382,7 @@ def _park(pool: WorkerPool) -> None:
     if pool.closed or pool.broken:
         pool.close()
         return
-    key = (pool.num_workers, pool.slots)
+    key = (pool.num_workers, pool.slots, pool.env_key)
     timer = threading.Timer(_IDLE_S, _expire, (key, pool))
     timer.daemon = True
     with _parked_lock:
@@ -381,8 +395,10 @@ def _park(pool: WorkerPool) -> None:
 
 
 def _unpark(num_workers: int, slots: int) -> WorkerPool | None:
+    """A parked pool of this shape whose workers started in this process's current environment
+    (one started before credentials or cache settings changed would read with the old ones)."""
     with _parked_lock:
-        entry = _parked.pop((num_workers, slots), None)
+        entry = _parked.pop((num_workers, slots, _env_key(_worker_env())), None)
     if entry is None:
         return None
     pool, timer = entry
@@ -393,7 +409,7 @@ def _unpark(num_workers: int, slots: int) -> WorkerPool | None:
     return pool
 
 
-def _expire(key: tuple[int, int], pool: WorkerPool) -> None:
+def _expire(key: tuple[int, int, int], pool: WorkerPool) -> None:
     with _parked_lock:
         if _parked.get(key, (None,))[0] is not pool:
             return  # taken by a loader meanwhile
