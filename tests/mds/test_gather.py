@@ -153,6 +153,40 @@ def test_gather_ranges_views_equal_slicing(size):
 
 
 @needs_views
+@pytest.mark.parametrize("choices", [[0, 1, 5, 12], [13, 40, 300]], ids=["all-inline", "none-inline"])
+def test_gather_ranges_views_of_one_kind_equal_slicing(choices):
+    rng = np.random.default_rng(4)
+    buf = rng.integers(0, 256, 20_000, dtype=np.uint8)
+    lengths = rng.choice(choices, 500)
+    starts = np.concatenate([rng.integers(0, len(buf) - lengths[:-1] + 1), [len(buf) - lengths[-1]]])
+    arr = gather_ranges_views(buf, starts, lengths)
+    arr.validate(full=True)
+    assert arr.to_pylist() == [buf[s : s + n].tobytes() for s, n in zip(starts, lengths)]
+
+
+@pytest.mark.parametrize("size", [0, 1, 12, 16, 256])
+def test_values_of_one_length_decode_through_whole_rows(size):
+    # One gather of whole rows, not views: every byte kept (trailing NULs too), in order, repeats.
+    rng = np.random.default_rng(5)
+    raw = [bytes(rng.integers(0, 256, size, dtype=np.uint8)) for _ in range(40)]
+    raw[3] = b"\x00" * size
+    text = ["".join(rng.choice(list("aé日\x00"), size // 4)) for _ in range(40)]
+    text = [t + "x" * (size - len(t.encode())) for t in text]  # `size` bytes of UTF-8 each
+    order = np.concatenate([rng.permutation(40), [7, 7, 0]])
+    for values, name, to_bytes in ((raw, "bytes", bytes), (text, "str", str.encode)):
+        enc = [to_bytes(v) for v in values]
+        buf = np.frombuffer(b"".join(enc), dtype=np.uint8)
+        starts = np.arange(40) * size
+        got = get_encoding(name).decode_ranges(buf, starts[order], np.full(len(order), size))
+        assert got.dtype == object and list(got) == [values[i] for i in order]
+        assert all(type(v) is type(values[0]) for v in got)
+    if size >= 2:  # one length, bytes that are not UTF-8: refused as in the other paths
+        buf = np.frombuffer(b"ok" + b"\xff\xfe" + b"k" * (size - 2) * 2, dtype=np.uint8)
+        with pytest.raises(EncodingError, match="not valid UTF-8"):
+            get_encoding("str").decode_ranges(buf, [2, 0], [size, size])
+
+
+@needs_views
 def test_gather_ranges_views_leave_positions_past_int32_to_take(monkeypatch):
     big = np.zeros(16, dtype=np.uint8)
     monkeypatch.setattr(gather, "_check_ranges", lambda *a: None)  # pretend a 2+ GiB shard

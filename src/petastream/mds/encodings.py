@@ -280,11 +280,14 @@ def _arrow_decode(offsets: np.ndarray, data: np.ndarray, kind: str) -> np.ndarra
 
 
 def _ranges_to_objects(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: str) -> np.ndarray:
-    """Byte ranges of a shard -> object array of ``bytes`` or ``str``: through zero-copy Arrow
-    views where this pyarrow has them, else through one Arrow take."""
+    """Byte ranges of a shard -> object array of ``bytes`` or ``str``: values of one length
+    through one gather of whole rows; others through zero-copy Arrow views where this pyarrow
+    has them, else through one Arrow take."""
     from petastream.mds.gather import gather_ranges_arrow, gather_ranges_views
 
-    arr = gather_ranges_views(buffer, starts, lengths)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    same = len(lengths) > 0 and lengths.min() == lengths.max()
+    arr = None if same else gather_ranges_views(buffer, starts, lengths)
     if arr is None:
         arr = gather_ranges_arrow(buffer, starts, lengths)
     return _arrow_to_objects(arr, kind)
