@@ -236,12 +236,37 @@ def test_a_closed_loaders_workers_serve_the_next_loader_then_stop(url, monkeypat
     pool = first.executor.pool
     first.close()  # parked: a loader per epoch starts no new processes
     second = PartsLoader(url, batch_size=100, shuffle=True, seed=8, num_workers=2, slots=5)
-    assert sorted(i for b in second for i in b[0]) == list(range(N))
+    it = iter(second)
+    head = next(it)
     assert second.executor.pool is pool and all(p.poll() is None for p in pool._procs)
-    monkeypatch.setattr(processes, "_IDLE_S", 0.2)
+    monkeypatch.setattr(processes, "_IDLE_S", 0.2)  # parked again at the end of the pass
+    assert sorted(i for b in [head, *it] for i in b[0]) == list(range(N))
     second.close()
     for p in pool._procs:  # unused, the parked pool stops by itself
         p.wait(timeout=10)
+
+
+def test_a_loader_nobody_closes_parks_its_workers_between_passes(url, monkeypatch):
+    """TensorFlow keeps a dataset's loader alive for good (its Python callbacks), so a loader
+    must not hold processes between passes: its next pass takes its pool back (no new
+    processes per epoch), and unused the pool stops by itself."""
+    loader = PartsLoader(url, batch_size=500, num_workers=2)
+    list(loader)
+    pool = loader.executor.pool
+    assert processes._parked[(2, 4, pool.env_key)][0] is pool  # parked at the end of the pass
+    assert sorted(i for b in loader for i in b[0]) == list(range(N))
+    assert loader.executor.pool is pool  # taken back
+    with monkeypatch.context() as changed:  # credentials rotated between epochs: new workers
+        changed.setenv("AWS_ACCESS_KEY_ID", "rotated")
+        assert sorted(i for b in loader for i in b[0]) == list(range(N))
+        assert loader.executor.pool is not pool
+        loader.executor.pool.close()
+    monkeypatch.setattr(processes, "_IDLE_S", 0.2)
+    list(loader)  # back in the first environment: the parked pool again, parked anew after
+    assert loader.executor.pool is pool
+    for p in pool._procs:
+        p.wait(timeout=10)
+    assert loader.executor.pool is pool and pool.closed
 
 
 def test_the_workers_keep_a_dataset_open_for_the_next_loader_of_the_same_one(url, tmp_path):
@@ -303,7 +328,8 @@ def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
     assert not [f for f in os.listdir("/dev/shm") if f.startswith("petastream-arena-")] if os.path.isdir("/dev/shm") else True
 
 
-def test_a_collected_loader_ends_its_workers(url):
+def test_a_collected_loaders_workers_stop_once_idle(url, monkeypatch):
+    monkeypatch.setattr(processes, "_IDLE_S", 0.2)  # parked at the end of the pass, for the next loader
     procs = PartsLoader(url, batch_size=100, num_workers=1)
     list(procs)
     workers = list(procs.executor.pool._procs)

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -267,10 +268,17 @@ class WorkerPool:
 class PoolRun:
     """One pass's items from a :class:`WorkerPool`, in plan order (a ``PassRun``)."""
 
-    def __init__(self, pool: WorkerPool, work: PassWork, num_items: int, strings: bool = False):
+    def __init__(self, pool: WorkerPool, work: PassWork, num_items: int, strings: bool = False,
+                 on_close: Callable[[WorkerPool], None] | None = None):
         self._pool, self._n, self._t = pool, num_items, 0
         self._closed = False
-        self._pid = pool.start_pass(work, strings) if num_items else 0
+        self._on_close = on_close  # told when the pass is over: the pool is free again
+        self._pid = 0
+        try:
+            self._pid = pool.start_pass(work, strings) if num_items else 0
+        except BaseException:
+            self.close()
+            raise
 
     def __iter__(self) -> PoolRun:
         return self
@@ -314,8 +322,10 @@ class PoolRun:
         if self._closed:
             return
         self._closed = True
-        if self._t < self._n and not self._pool.closed:
+        if self._t < self._n and not self._pool.closed and self._pid:
             self._pool.stop_pass(self._pid)
+        if self._on_close is not None:
+            self._on_close(self._pool)
 
 
 class _PassPickler(pickle.Pickler):
@@ -345,31 +355,49 @@ def _same_opener(a: Any, b: Any) -> bool:
 
 
 class ProcessExecutor:
-    """A loader's worker processes: a :class:`WorkerPool` started on first use and kept across
-    passes, replaced after one of its workers died; ``executor(work)`` runs a pass on it.
+    """A loader's worker processes: a :class:`WorkerPool` taken or started on first use;
+    ``executor(work)`` runs a pass on it.
 
-    :meth:`close` parks the pool for the next executor of as many workers, in the environment
-    the workers started in (a new loader per
-    epoch, or per compat context manager, then starts no processes); a parked pool is stopped
-    after ``_IDLE_S`` seconds unused, by :func:`shutdown_idle`, or at exit."""
+    Between passes the pool is parked (see :func:`_park`), in the environment its workers
+    started in: the next pass of this loader takes it back (a pass per epoch starts no
+    processes), and so may another loader of as many workers (a loader or compat context
+    manager per epoch). A parked pool nobody takes stops after ``_IDLE_S`` seconds, by
+    :func:`shutdown_idle`, or at exit. Parking at the end of every pass, not only at
+    :meth:`close`, is what bounds the processes of a loader nobody closes: a
+    ``tf.data.Dataset`` keeps its Python callbacks, and with them the loader, alive for the
+    rest of the program, even after ``gc.collect()``."""
 
     def __init__(self, num_workers: int, slots: int, strings: bool = False):
         self.num_workers, self.slots, self.strings = num_workers, slots, strings
-        self.pool: WorkerPool | None = None
+        self.pool: WorkerPool | None = None  # the pool of the running or the last pass
+        self._holding = False  # whether self.pool is ours now (else parked, or taken since)
 
     def start(self) -> WorkerPool:
-        if self.pool is None or self.pool.closed or self.pool.broken:
-            if self.pool is not None:
-                self.pool.close()
-            self.pool = _unpark(self.num_workers, self.slots) or WorkerPool(self.num_workers, self.slots)
+        pool = self.pool
+        if pool is not None and (self._holding or _take(pool)) and not (pool.closed or pool.broken):
+            self._holding = True
+            return pool
+        if pool is not None and self._holding:
+            pool.close()  # broken: replaced now
+        self.pool = _unpark(self.num_workers, self.slots) or WorkerPool(self.num_workers, self.slots)
+        self._holding = True
         return self.pool
 
     def __call__(self, work: PassWork) -> PoolRun:
-        return PoolRun(self.start(), work, work.num_items, self.strings)
+        return PoolRun(self.start(), work, work.num_items, self.strings, on_close=self._pass_ended)
+
+    def _pass_ended(self, pool: WorkerPool) -> None:
+        if pool is self.pool:
+            if not self._holding:
+                return
+            self._holding = False
+        _park(pool)
 
     def close(self) -> None:
-        pool, self.pool = self.pool, None
-        if pool is not None:
+        """Park the pool now (if a pass holds it) and forget it: iterating again takes one anew."""
+        pool, holding = self.pool, self._holding
+        self.pool, self._holding = None, False
+        if pool is not None and holding:
             _park(pool)
 
 
@@ -392,6 +420,22 @@ def _park(pool: WorkerPool) -> None:
         old[1].cancel()
         old[0].close()
     timer.start()
+
+
+def _take(pool: WorkerPool) -> bool:
+    """Take ``pool`` back out of the parked ones, if it is still there (not taken by another
+    loader meanwhile, nor stopped) and this process's environment is still the one its
+    workers started in."""
+    key = (pool.num_workers, pool.slots, pool.env_key)
+    if pool.env_key != _env_key(_worker_env()):
+        return False
+    with _parked_lock:
+        entry = _parked.get(key)
+        if entry is None or entry[0] is not pool:
+            return False
+        del _parked[key]
+    entry[1].cancel()
+    return True
 
 
 def _unpark(num_workers: int, slots: int) -> WorkerPool | None:
