@@ -6,7 +6,8 @@ Same workloads and data as :mod:`benchmarks.torch_epoch`. Rows:
 * petastream native ``petastream.tf.dataset(url, batch_size=1024, shuffle=True, seed=1,
   num_epochs=1, num_workers=W)``, built once and iterated eagerly once per epoch (each
   iteration is the next epoch, as under Keras), W = 1 and 2 (warm-up, then best of 3), with
-  decode threads (the default) and with ``worker_type="process"``;
+  decode threads (``worker_type="thread"``) and worker processes (``"process"``; the
+  default, ``"auto"``, picks processes for W >= 2);
 * petastream compat ``make_tf_dataset`` and Petastorm's converter ``make_tf_dataset(
   batch_size=1024, num_epochs=1)``: the same script, Petastorm's in its own env.
 
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> list[Result]:
         rows = []
         for worker_type, what in (("thread", "worker(s)"), ("process", "worker process(es)")):
             for workers in (1, 2):
-                rows.append(epoch_result(bench, f"petastream tf.dataset, {workers} {what}", n,
+                default = " (default)" if worker_type == ("process" if workers >= 2 else "thread") else ""
+                rows.append(epoch_result(bench, f"petastream tf.dataset, {workers} {what}{default}", n,
                                          petastream_epochs(paths["mds"], workers, worker_type)))
                 base.again()
         results += [base.result(bench, FLOOR, n), *rows]

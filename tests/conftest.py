@@ -4,6 +4,7 @@ conftest files next to the tests that need them, so a run of tests/mds never sta
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -14,6 +15,12 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "mds")
 def _isolated_shard_cache(tmp_path, monkeypatch):
     # Every test gets its own shard cache, so no test reads another's decompressed shards.
     monkeypatch.setenv("PETASTREAM_CACHE_DIR", str(tmp_path / "shard-cache"))
+    yield
+    # Worker processes parked by this test's loaders serve only this test's environment (its
+    # cache dir): stop them now rather than a minute later, beside the next tests' workers.
+    processes = sys.modules.get("petastream.pipeline.processes")
+    if processes is not None:
+        processes.shutdown_idle()
 
 
 @pytest.fixture(scope="session")

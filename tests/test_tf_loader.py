@@ -490,7 +490,7 @@ def _numpy(batch):
 @pytest.mark.parametrize("per_call", [1, 16])
 def test_process_workers_give_the_thread_stream_for_every_type(typed_url, per_call):
     kw = dict(columns=TYPED, shuffle=True, seed=2, num_epochs=1, num_workers=2, batches_per_call=per_call)
-    threads = TFLoader(typed_url, 4, **kw)
+    threads = TFLoader(typed_url, 4, worker_type="thread", **kw)
     procs = TFLoader(typed_url, 4, worker_type="process", **kw)
     try:
         ds_t, ds_p = threads.as_dataset(), procs.as_dataset()
@@ -503,7 +503,7 @@ def test_process_workers_give_the_thread_stream_for_every_type(typed_url, per_ca
 
 
 def test_process_workers_resume_exactly_and_keep_batches_intact(url):
-    ref = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=9, num_epochs=1)]
+    ref = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=9, num_epochs=1, worker_type="thread")]
     loader = TFLoader(url, 32, shuffle=True, seed=9, num_epochs=1, worker_type="process", prefetch=1)
     kept = []
     try:
@@ -536,11 +536,35 @@ def test_process_workers_under_keras_fit(url):
         loader.close()
 
 
+def test_auto_picks_processes_only_where_nothing_visible_changes(url):
+    assert TFLoader(url, 32).worker_type == ("process" if os.name == "posix" else "thread")
+    assert TFLoader(url, 32, num_workers=1).worker_type == "thread"  # one process gains little
+    assert TFLoader(url, 32, transform=lambda b: b).worker_type == "thread"  # user code stays here
+    assert TFLoader(url, 32, worker_type="thread").worker_type == "thread"
+
+
+def test_auto_decodes_in_threads_when_the_processes_do_not_start(url, monkeypatch, caplog):
+    from petastream.pipeline import processes
+
+    def cannot_spawn(*args, **kwargs):
+        raise OSError("no process for you")
+
+    monkeypatch.setattr(processes, "WorkerPool", cannot_spawn)
+    want = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=4, worker_type="thread")]
+    loader = TFLoader(url, 32, shuffle=True, seed=4)
+    with caplog.at_level("WARNING", logger="petastream.tf"):
+        got = [b["id"].numpy().tolist() for b in loader.as_dataset()]
+    assert got == want and loader.worker_type == "thread"
+    assert "did not start (OSError: no process for you); decoding in threads" in caplog.text
+    with pytest.raises(OSError, match="no process for you"):  # asked for by name: the error
+        TFLoader(url, 32, worker_type="process").as_dataset()
+
+
 def test_process_worker_errors_reach_the_loop(typed_url):
     ds = ptf.dataset(typed_url, 8, columns=["tags"], ragged="uniform", worker_type="process")
     with pytest.raises(tf.errors.OpError, match="expected to be the same length"):
         list(ds)
-    with pytest.raises(InvalidArgumentError, match="worker_type must be 'thread' or 'process'"):
+    with pytest.raises(InvalidArgumentError, match=r"worker_type must be one of \('auto', 'process', 'thread'\), got 'fork'"):
         TFLoader(typed_url, 8, worker_type="fork")
 
 
@@ -553,7 +577,7 @@ def test_process_workers_read_remote_shards_through_the_loaders_cache(s3_bucket,
     mine, other = str(tmp_path / "loader-cache"), str(tmp_path / "elsewhere")
     monkeypatch.setenv("PETASTREAM_CACHE_DIR", mine)
     kw = dict(shuffle=True, seed=3, num_epochs=1, num_workers=2)
-    want = [_numpy(b) for b in TFLoader(url, 50, **kw).as_dataset()]
+    want = [_numpy(b) for b in TFLoader(url, 50, worker_type="thread", **kw).as_dataset()]
     procs = TFLoader(url, 50, worker_type="process", **kw)
     monkeypatch.setenv("PETASTREAM_CACHE_DIR", other)  # the workers start now, in this environment
     try:

@@ -24,10 +24,11 @@ the stopped-reader error as before.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Any
+
+from petastream.pipeline.processes import processes_fit
 
 __all__ = ["make_tf_dataset"]
 
@@ -93,8 +94,7 @@ def _worker_type(reader: Any) -> str:
     Petastorm's thread pool; ``"dummy"`` is one thread."""
     if reader.pool_type == "process":
         return "process"
-    if (reader.pool_type == "thread" and reader.transform_spec is None and reader.workers >= 2
-            and os.name == "posix"):
+    if reader.pool_type == "thread" and processes_fit(reader.transform_spec, reader.workers):
         return "process"
     return "thread"
 

@@ -49,13 +49,21 @@ from petastream.errors import InvalidArgumentError
 from petastream.pipeline.arena import Arena, ArenaError, copy_parts, unlink
 from petastream.pipeline.work import BatchGroup, PassWork
 
-__all__ = ["PoolRun", "ProcessExecutor", "WorkerDiedError", "WorkerPool", "shutdown_idle"]
+__all__ = ["PoolRun", "ProcessExecutor", "WorkerDiedError", "WorkerPool", "processes_fit", "shutdown_idle"]
 
 log = logging.getLogger("petastream.pipeline")
 
 _LIVENESS_S = 0.5  # how often a waiting consumer checks that the worker is still alive
 _EXIT_S = 5.0  # how long close() waits for a worker to exit before killing it
 _GROW = 1.25  # an arena's slots have room for this many times the item that asked for it
+
+
+def processes_fit(transform: Any, num_workers: int) -> bool:
+    """Whether decoding in worker processes changes nothing a caller can see, so that a
+    loader may choose them by itself: no user code runs in the workers (no ``transform``),
+    two workers or more (one process beside the consumer gains little over one thread), and a
+    POSIX system (the workers get their socket by inheritance)."""
+    return transform is None and num_workers >= 2 and os.name == "posix"
 
 
 class WorkerDiedError(RuntimeError):

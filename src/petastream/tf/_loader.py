@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from petastream.mds.sidecar import apply_logical
 from petastream.pipeline import BatchLoader
 from petastream.pipeline.arena import Strings, pack_strings
 from petastream.pipeline.parts import ColumnParts, FlatParts
-from petastream.pipeline.processes import ProcessExecutor
+from petastream.pipeline.processes import ProcessExecutor, processes_fit
 from petastream.pipeline.work import BatchGroup
 from petastream.tf._columns import (
     RAGGED,
@@ -33,6 +34,8 @@ __all__ = ["TFLoader", "dataset"]
 _GROUP_BYTES = 64 << 20  # at most about this much per hand-over: big rows (images) go few batches at a time
 
 _RAGGED_MODES = ("ragged", "uniform")
+_WORKER_TYPES = ("auto", "process", "thread")
+log = logging.getLogger("petastream.tf")
 
 
 class TFLoader(BatchLoader):
@@ -65,14 +68,17 @@ class TFLoader(BatchLoader):
       counts every batch handed over, so it may stand up to ``batches_per_call - 1`` batches
       ahead of a loop that reads nothing ahead itself: checkpoint with
       ``state_dict(steps=k)``, exact in every case, or pass ``batches_per_call=1``.
-    * ``worker_type``: ``"thread"`` (default): decode threads in this process; or ``"process"``:
-      ``num_workers`` decode processes (:mod:`petastream.pipeline.processes`) that hand
-      batches over in shared memory, which TensorFlow takes without a copy. TensorFlow's
-      iterator runs Python per element and competes with decode threads for the GIL; in
-      processes the decode runs beside it (see docs/benchmarks.md for the measured gain). The
-      processes start at :meth:`as_dataset`, persist across epochs and are released by
-      :meth:`close` (to the next loader) or the loader's collection; a ``transform`` must then
-      be importable (module level, not ``__main__``). POSIX only.
+    * ``worker_type``: ``"process"``: ``num_workers`` decode processes
+      (:mod:`petastream.pipeline.processes`) that hand batches over in shared memory, which
+      TensorFlow takes without a copy. TensorFlow's iterator runs Python per element and
+      competes with decode threads for the GIL; in processes the decode runs beside it (see
+      docs/benchmarks.md for the measured gain). The processes start at :meth:`as_dataset`
+      and serve every epoch; between passes and after :meth:`close` they wait a minute for
+      the next pass or loader, then stop. A ``transform`` must then be importable (module
+      level, not ``__main__``). POSIX only. ``"thread"``: decode threads in this process.
+      ``"auto"`` (default): processes where that changes nothing you can see (no
+      ``transform``, ``num_workers >= 2``, POSIX), else threads; should the processes not
+      start (no way to spawn, a dataset whose options do not pickle), threads, with a warning.
 
     Each iteration of the dataset is the next epoch (``num_epochs`` of them; None: forever),
     as for every petastream loader (:mod:`petastream.pipeline`); after ``load_state_dict`` the
@@ -86,10 +92,9 @@ class TFLoader(BatchLoader):
     def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | None = None,
                  input_context: Any = None, rank: int | None = None, world_size: int | None = None,
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
-                 batches_per_call: int = 16, worker_type: str = "thread", **kwargs: Any):
-        if worker_type not in ("thread", "process"):
-            raise InvalidArgumentError(f"worker_type must be 'thread' or 'process', got {worker_type!r}")
-        self.worker_type = worker_type
+                 batches_per_call: int = 16, worker_type: str = "auto", **kwargs: Any):
+        if worker_type not in _WORKER_TYPES:
+            raise InvalidArgumentError(f"worker_type must be one of {_WORKER_TYPES}, got {worker_type!r}")
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
             raise InvalidArgumentError(
                 f"batches_per_call must be an int >= 1 (batches handed to TensorFlow per Python call), "
@@ -102,6 +107,17 @@ class TFLoader(BatchLoader):
         self.device = _check_device(device)
         self.ragged = ragged
         self.plans: list[ColumnPlan] = self._plan(output_signature)
+        auto = worker_type == "auto"
+        if auto:
+            worker_type = "process" if processes_fit(self.transform, self.num_workers) else "thread"
+        #: ``"thread"`` or ``"process"``: where this loader decodes (``"auto"`` resolved).
+        self.worker_type = worker_type
+        self._fallback = auto and worker_type == "process"  # threads should processes not start
+        # Whether string columns come packed: from processes their values cross into shared
+        # memory as bytes and offsets, and TensorFlow cuts them apart, instead of being pickled
+        # and rebuilt one Python object per value here. Fixed now, as the graph's parts are,
+        # even if the loader falls back to threads (which then pack their objects).
+        self._packed = worker_type == "process" and any(p.kind == STRING for p in self.plans)
         # Processes persist across passes (each Keras epoch is a pass) and start early.
         self._processes = (ProcessExecutor(self.num_workers, slots=self.prefetch + 2, strings=self._packed)
                            if worker_type == "process" else None)
@@ -137,9 +153,23 @@ class TFLoader(BatchLoader):
 
     # -- execution ---------------------------------------------------------------------------
     def _execute(self, work: Any) -> Any:
-        if self.worker_type == "thread":
+        if self._processes is None:
             return super()._execute(work)
-        return self._processes(work)
+        if not self._fallback:
+            return self._processes(work)
+        try:
+            return self._processes(work)
+        except Exception as e:  # noqa: BLE001 - worker_type="auto": threads do the same work
+            self._to_threads(e)
+            return super()._execute(work)
+
+    def _to_threads(self, error: Exception) -> None:
+        log.warning("decode worker processes did not start (%s: %s); decoding in threads instead "
+                    "(pass worker_type='process' to see the error, or 'thread' to silence this)",
+                    type(error).__name__, error)
+        self._processes.close()
+        self._processes = None
+        self.worker_type = "thread"
 
     def close(self) -> None:
         """Release the worker processes (``worker_type="process"``) now rather than when the
@@ -149,13 +179,6 @@ class TFLoader(BatchLoader):
         Iterating this loader again takes or starts workers anew."""
         if self._processes is not None:
             self._processes.close()
-
-    @property
-    def _packed(self) -> bool:
-        """Whether string columns come packed (worker processes: their values then cross into
-        shared memory as bytes and offsets, and TensorFlow cuts them apart, instead of being
-        pickled and rebuilt one Python object per value here)."""
-        return self.worker_type == "process" and any(p.kind == STRING for p in self.plans)
 
     def _part_specs(self) -> tuple[tf.TensorSpec, ...]:
         return tuple(s for p in self.plans for s in p.part_specs(self.batch_dim, self._packed))
@@ -268,7 +291,12 @@ class TFLoader(BatchLoader):
         """Ready this loader to be iterated by a pipeline: what starts one pass of it."""
         self.driver.check_nonempty()  # here, not as an error from inside a tf.data op
         if self._processes is not None:
-            self._processes.start()  # the workers import while TensorFlow builds the pipeline
+            try:
+                self._processes.start()  # the workers import while TensorFlow builds the pipeline
+            except Exception as e:
+                if not self._fallback:
+                    raise
+                self._to_threads(e)
         return functools.partial(self._iteration, self._cardinality()[1])
 
     def _cardinality(self) -> tuple[int | None, int | None]:
