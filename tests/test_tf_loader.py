@@ -190,7 +190,7 @@ def test_steps_across_epochs_of_one_iteration(url):
 
 
 def test_an_abandoned_iteration_is_followed_by_a_whole_new_epoch(url):
-    loader = TFLoader(url, BS, shuffle=True, seed=6, num_workers=3, batches_per_call=1)
+    loader = TFLoader(url, BS, shuffle=True, seed=6, num_workers=3, batches_per_call=1, worker_type="thread")
     ds = loader.as_dataset()
     it = iter(ds)
     for _ in range(3):
@@ -541,6 +541,22 @@ def test_auto_picks_processes_only_where_nothing_visible_changes(url):
     assert TFLoader(url, 32, num_workers=1).worker_type == "thread"  # one process gains little
     assert TFLoader(url, 32, transform=lambda b: b).worker_type == "thread"  # user code stays here
     assert TFLoader(url, 32, worker_type="thread").worker_type == "thread"
+
+
+def test_an_abandoned_iteration_leaves_the_workers_to_the_next_epoch(url):
+    loader = TFLoader(url, BS, shuffle=True, seed=6, batches_per_call=1)  # auto: processes
+    ds = loader.as_dataset()
+    it = iter(ds)
+    for _ in range(3):
+        next(it)
+    pool = loader._processes.pool
+    del it
+    gc.collect()
+    epoch1 = _ids(ds)
+    assert loader._processes.pool is pool and not pool.closed  # no new processes for the new epoch
+    reference = TFLoader(url, BS, shuffle=True, seed=6, worker_type="thread")
+    reference.set_epoch(1)
+    assert sorted(epoch1) == list(range(N)) and epoch1 == _ids(reference.as_dataset())
 
 
 def test_auto_decodes_in_threads_when_the_processes_do_not_start(url, monkeypatch, caplog):
