@@ -273,6 +273,9 @@ class WorkerPool:
             self._send(w, ("free", gen, slot))
 
 
+_close_lock = threading.Lock()
+
+
 class PoolRun:
     """One pass's items from a :class:`WorkerPool`, in plan order (a ``PassRun``)."""
 
@@ -327,9 +330,10 @@ class PoolRun:
         return BatchGroup(parts, n) if n is not None else parts
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with _close_lock:  # once, whichever thread comes first (tf.data's finalize, a newer pass)
+            if self._closed:
+                return
+            self._closed = True
         if self._t < self._n and not self._pool.closed and self._pid:
             self._pool.stop_pass(self._pid)
         if self._on_close is not None:
@@ -379,34 +383,38 @@ class ProcessExecutor:
         self.num_workers, self.slots, self.strings = num_workers, slots, strings
         self.pool: WorkerPool | None = None  # the pool of the running or the last pass
         self._holding = False  # whether self.pool is ours now (else parked, or taken since)
+        self._lock = threading.Lock()  # tf.data may end one pass and start the next from two threads
 
     def start(self) -> WorkerPool:
-        pool = self.pool
-        if pool is not None and (self._holding or _take(pool)) and not (pool.closed or pool.broken):
+        with self._lock:
+            pool = self.pool
+            if pool is not None and (self._holding or _take(pool)) and not (pool.closed or pool.broken):
+                self._holding = True
+                return pool
+            if pool is not None and self._holding:
+                pool.close()  # broken: replaced now
+            self.pool = _unpark(self.num_workers, self.slots) or WorkerPool(self.num_workers, self.slots)
             self._holding = True
-            return pool
-        if pool is not None and self._holding:
-            pool.close()  # broken: replaced now
-        self.pool = _unpark(self.num_workers, self.slots) or WorkerPool(self.num_workers, self.slots)
-        self._holding = True
-        return self.pool
+            return self.pool
 
     def __call__(self, work: PassWork) -> PoolRun:
         return PoolRun(self.start(), work, work.num_items, self.strings, on_close=self._pass_ended)
 
     def _pass_ended(self, pool: WorkerPool) -> None:
-        if pool is self.pool:
-            if not self._holding:
-                return
-            self._holding = False
-        _park(pool)
+        with self._lock:
+            if pool is self.pool:
+                if not self._holding:
+                    return
+                self._holding = False
+            _park(pool)
 
     def close(self) -> None:
         """Park the pool now (if a pass holds it) and forget it: iterating again takes one anew."""
-        pool, holding = self.pool, self._holding
-        self.pool, self._holding = None, False
-        if pool is not None and holding:
-            _park(pool)
+        with self._lock:
+            pool, holding = self.pool, self._holding
+            self.pool, self._holding = None, False
+            if pool is not None and holding:
+                _park(pool)
 
 
 _IDLE_S = 60.0  # how long a parked pool waits for its next loader
@@ -426,7 +434,8 @@ def _park(pool: WorkerPool) -> None:
         _parked[key] = (pool, timer)
     if old is not None:  # one parked pool per shape is enough
         old[1].cancel()
-        old[0].close()
+        if old[0] is not pool:
+            old[0].close()
     timer.start()
 
 
