@@ -122,7 +122,7 @@ def torch_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
 
 
 def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
-              limit: int | None = None, worker_type: str = "thread") -> EpochFn:
+              limit: int | None = None, worker_type: str = "auto") -> EpochFn:
     """Shuffled epochs of one ``petastream.tf.dataset`` (each iteration of it is the next epoch),
     iterated eagerly once per call, as Keras does per epoch; the first call builds it."""
     def build() -> Any:
