@@ -4,25 +4,36 @@
     python -m benchmarks.gpu --rows 20000 --device cpu          # dry run: same code paths, no GPU
 
 Workloads 'tabular' and 'binary' (:mod:`benchmarks.workloads`), batches of 1024, one shuffled
-epoch. Rows, each best of 3 after a warm-up:
+epoch, every column read (as a training script does); the tensors (id, features, label) go to
+the device, the 'binary' bytes and strings stay on the host as lists. Rows, each best of
+``--repeat`` after a warm-up:
 
-* floor: the epoch's batches prepared in pinned host memory beforehand, copied with
+* floor: the epoch's numeric columns prepared in pinned host memory beforehand, copied with
   ``non_blocking=True`` (what a perfect loader could hand the GPU);
-* petastream ``torch.loader(device=...)``: pinned + side-stream copies (the default), and with
+* CPU-side loader: ``torch.loader`` with no device, the rate the GPU rows are compared with
+  (``vs CPU side``: the issue's goal is 90% or more);
+* petastream ``torch.loader(device=...)``, at each ``--workers`` count: pinned, side-stream
+  copies issued by the decode threads (the default); the same copies issued by the consuming
+  thread one batch ahead (what worker processes get, and the thread default before); and
   ``pin_memory=False``;
-* compat: Petastorm's ``DataLoader`` over ``make_batch_reader`` (what migrated code runs), the
-  batch moved with ``.to(device)`` in the loop as such code does;
-* TensorFlow ``petastream.tf.dataset(device="/gpu:0")`` (prefetch to device).
+* compat: Petastorm's ``DataLoader`` over ``make_batch_reader`` (what migrated code runs), each
+  tensor moved with ``.to(device)`` in the loop as such code does;
+* TensorFlow ``petastream.tf.dataset(device="/gpu:0")`` (prefetch to device), where TensorFlow
+  is installed.
 
-"step" variants run a fixed matmul per batch (``--step-ms`` of compute, calibrated once) and
-report the overlap: the share of the delivery time hidden behind the step,
-``(t_delivery + t_step - t_both) / t_delivery`` (1.0 = the copy costs nothing extra).
-Each row also says its rate relative to the CPU-side loader (the same loader, no device).
+"+ step" rows run a fixed matmul chain per batch (``--step-ms`` of GPU compute, calibrated
+once) and report the overlap: the share of the delivery time hidden behind the step,
+``(t_delivery + t_step - t_both) / t_delivery`` (100% = the delivery costs the step nothing).
+
+A last table compares the two ways of pinning a decoded batch in the decode threads: one copy
+into a block from torch's pinned-memory cache (what the loader does) against a contiguous
+tensor followed by ``pin_memory()`` (two copies for the strided columns of packed records).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable, Iterable
 
@@ -33,6 +44,8 @@ from benchmarks.workloads import WORKLOADS, make_data, prepare
 
 NAME = "gpu"
 BATCH = 1024
+TENSORS = ("id", "features", "label")
+FLOOR = "floor: pre-pinned host tensors, non_blocking copy"
 
 
 def _sync(device: str) -> None:
@@ -45,7 +58,7 @@ def _sync(device: str) -> None:
 def _drain(batches: Iterable, device: str, step: Callable | None) -> int:
     rows = 0
     for b in batches:
-        x = b["features"] if isinstance(b, dict) else b
+        x = b["features"]
         rows += len(x)
         if step is not None:
             step(x)
@@ -53,7 +66,7 @@ def _drain(batches: Iterable, device: str, step: Callable | None) -> int:
     return rows
 
 
-def _timed(fn: Callable[[], int], repeat: int = 3) -> tuple[int, float]:
+def _timed(fn: Callable[[], int], repeat: int) -> tuple[int, float]:
     fn()
     best = None
     for _ in range(repeat):
@@ -64,34 +77,40 @@ def _timed(fn: Callable[[], int], repeat: int = 3) -> tuple[int, float]:
     return rows, best
 
 
-def _step_fn(device: str, target_ms: float) -> Callable:
-    """A fixed matmul per batch, sized once to take about ``target_ms`` on ``device``."""
+def _step_fn(device: str, target_ms: float) -> tuple[Callable, float]:
+    """A fixed matmul chain per batch, sized once to take about ``target_ms`` on ``device``."""
     import torch
 
-    size = 256
+    # Few large kernels, as a real step: a chain of small ones would be bound by their launches,
+    # on the host thread the loader also needs.
+    size = 4096 if device.startswith("cuda") else 256
     w = torch.randn(16, size, device=device)
-    sq = torch.randn(size, size, device=device)
+    sq = torch.randn(size, size, device=device) / size ** 0.5
+    reps = [1]
 
-    def step(x, reps=[1]):  # noqa: B006 - calibrated below, then fixed
+    def step(x):
         h = x.float() @ w
         for _ in range(reps[0]):
             h = torch.tanh(h @ sq)
         return h
 
     x = torch.randn(BATCH, 16, device=device)
-    for reps in (1, 2, 4, 8, 16, 32, 64, 128):
-        step.__defaults__[0][0] = reps
+    per = 0.0
+    for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+        reps[0] = n
+        step(x)
         _sync(device)
         t = time.perf_counter()
-        for _ in range(5):
+        for _ in range(20):
             step(x)
         _sync(device)
-        if (time.perf_counter() - t) / 5 * 1e3 >= target_ms:
+        per = (time.perf_counter() - t) / 20 * 1e3
+        if per >= target_ms:
             break
-    return step
+    return step, per
 
 
-def floor_batches(data: dict[str, np.ndarray], device: str):
+def floor_batches(data: dict[str, np.ndarray], device: str) -> Callable:
     import torch
 
     n = len(data["id"])
@@ -99,80 +118,120 @@ def floor_batches(data: dict[str, np.ndarray], device: str):
     pin = device.startswith("cuda")
     host = []
     for i in range(0, n, BATCH):
-        t = torch.from_numpy(data["features"][perm[i:i + BATCH]])
-        host.append(t.pin_memory() if pin else t)
-    return lambda: ({"features": t.to(device, non_blocking=pin)} for t in host)
+        idx = perm[i:i + BATCH]
+        batch = {k: torch.from_numpy(np.ascontiguousarray(data[k][idx])) for k in TENSORS}
+        host.append({k: t.pin_memory() if pin else t for k, t in batch.items()})
+    return lambda: ({k: t.to(device, non_blocking=pin) for k, t in b.items()} for b in host)
 
 
-def petastream_batches(url: str, device: str, pin: bool):
+def petastream_batches(url: str, device: str, pin: bool, workers: int, in_workers: bool = True) -> Callable:
     from petastream.torch import loader
 
     dev = None if device == "cpu" else device
-    return lambda: loader(url, BATCH, shuffle=True, seed=1, device=dev, pin_memory=pin if dev else None,
-                          columns=["features"])
+    ld = loader(url, BATCH, shuffle=True, seed=1, num_workers=workers, device=dev,
+                pin_memory=pin if dev else None)
+    if not in_workers:  # the A/B: copies issued by the consuming thread, one batch ahead
+        ld._copies_in_workers = False
+    return lambda: ld  # built once, iterated per epoch, as training loops do
 
 
-def compat_batches(url: str, device: str):
+def compat_batches(url: str, device: str) -> Callable:
+    import torch
+
     from petastream.compat.pytorch import DataLoader
     from petastream.compat.reader import make_batch_reader
 
     def run():
-        with DataLoader(make_batch_reader(url, num_epochs=1, schema_fields=["features"]),
-                        batch_size=BATCH) as dl:
+        with DataLoader(make_batch_reader(url, num_epochs=1), batch_size=BATCH) as dl:
             for b in dl:
-                yield {"features": b["features"].to(device)}
+                yield {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in b.items()}
     return run
 
 
-def tf_rows(url: str, device: str) -> tuple[int, float]:
+def tf_rows(url: str, device: str, repeat: int) -> tuple[int, float]:
     import petastream.tf as ptf
 
     tf_dev = "/gpu:0" if device.startswith("cuda") else "/cpu:0"
+    ds = ptf.dataset(url, BATCH, shuffle=True, seed=1, device=tf_dev)
+    return _timed(lambda: sum(int(b["features"].shape[0]) for b in ds), repeat)
 
-    def run() -> int:
-        return sum(int(b["features"].shape[0]) for b in ptf.dataset(url, BATCH, shuffle=True, seed=1,
-                                                                     columns=["features"], device=tf_dev))
-    return _timed(run)
+
+def pinning_ab(url: str, device: str, rounds: int = 5) -> list[Result]:
+    """Pinning a decoded batch: one copy into torch's pinned cache vs tensor + pin_memory()."""
+
+    from petastream.pipeline import BatchLoader
+    from petastream.torch._convert import to_pinned_tensors, to_tensors
+
+    if not device.startswith("cuda"):
+        return []
+    decoded = [{k: b[k] for k in TENSORS} for b in BatchLoader(url, BATCH, shuffle=True, seed=1)]
+
+    def twice():
+        return [{k: v.pin_memory() for k, v in to_tensors(b).items()} for b in decoded]
+
+    def once():
+        return [to_pinned_tensors(b) for b in decoded]
+
+    times: dict[str, list[float]] = {"tensor + pin_memory()": [], "one copy into torch's pinned cache": []}
+    for _ in range(rounds):  # interleaved, so both see the same machine
+        for name, fn in (("tensor + pin_memory()", twice), ("one copy into torch's pinned cache", once)):
+            t = time.perf_counter()
+            out = fn()
+            times[name].append(time.perf_counter() - t)
+            del out
+    n = sum(len(b["id"]) for b in decoded)
+    return [Result(f"{NAME}/pinning", name, n, float(np.median(ts)), note=f"median of {rounds}")
+            for name, ts in times.items()]
 
 
 def run(args: argparse.Namespace) -> list[Result]:
     results = []
     device = args.device
-    step = _step_fn(device, args.step_ms)
+    step, step_ms = _step_fn(device, args.step_ms)
+    print(f"step: {step_ms:.2f} ms of compute per batch", flush=True)
     for workload in WORKLOADS:
         data = make_data(workload, args.rows)
         paths = prepare(workload, args.rows, data)
-        n, bench = args.rows, f"{NAME}/{workload}"
-        sources = {
-            "floor: pre-pinned host tensors, non_blocking copy": floor_batches(data, device),
-            "petastream torch.loader, pinned + side stream": petastream_batches(paths["mds"], device, True),
-            "petastream torch.loader, pin_memory=False": petastream_batches(paths["mds"], device, False),
-            "compat DataLoader + .to(device)": compat_batches(paths["mds"], device),
-        }
+        url, n, bench = paths["mds"], args.rows, f"{NAME}/{workload}"
+        floor = floor_batches(data, device)
         del data
-        cpu_loader = petastream_batches(paths["mds"], "cpu", False)
-        _, cpu_side = _timed(lambda: _drain(cpu_loader(), "cpu", None))  # noqa: B023 - called here
         # The step alone, on batches already on the device: what a perfect loader would cost.
-        resident = list(sources["floor: pre-pinned host tensors, non_blocking copy"]())
-        _, t_step = _timed(lambda: _drain(resident, device, step))  # noqa: B023 - called here
+        resident = list(floor())
+        _, t_step = _timed(lambda: _drain(resident, device, step), args.repeat)  # noqa: B023 - called here
         resident.clear()
-        results.append(Result(bench, "CPU-side loader (no device)", n, cpu_side))
-        results.append(Result(bench, "step alone (batches resident)", n, t_step))
-        for variant, make in sources.items():
-            rows, t_deliver = _timed(lambda make=make: _drain(make(), device, None))
-            rows2, t_both = _timed(lambda make=make: _drain(make(), device, step))
+        results.append(Result(bench, f"step alone ({step_ms:.1f} ms/batch, batches resident)", n, t_step))
+        sources: dict[str, tuple[Callable, float | None]] = {FLOOR: (floor, None)}
+        for w in args.workers:
+            cpu = petastream_batches(url, "cpu", False, w)
+            _, cpu_side = _timed(lambda cpu=cpu: _drain(cpu(), "cpu", None), args.repeat)
+            results.append(Result(bench, f"CPU-side loader, {w} threads (no device)", n, cpu_side))
+            for pin, in_workers, what in ((True, True, "pinned, copies from the decode threads"),
+                                          (True, False, "pinned, copies from the consumer"),
+                                          (False, True, "pin_memory=False")):
+                sources[f"petastream torch.loader, {w} threads, {what}"] = (
+                    petastream_batches(url, device, pin, w, in_workers), cpu_side)
+        sources["compat DataLoader + .to(device)"] = (compat_batches(url, device), None)
+        for variant, (make, cpu_side) in sources.items():
+            rows, t_deliver = _timed(lambda make=make: _drain(make(), device, None), args.repeat)
+            rows2, t_both = _timed(lambda make=make: _drain(make(), device, step), args.repeat)
             hidden = (t_deliver + t_step - t_both) / t_deliver if t_deliver else 0.0
             note = "" if rows == rows2 == n else f"INCOMPLETE ({rows}, {rows2} of {n})"
-            results.append(Result(bench, variant, n, t_deliver, note=note,
-                                  extra={"vs_cpu_side": cpu_side / t_deliver}))
-            results.append(Result(bench, f"{variant} + step", n, t_both,
-                                  note=f"copy hidden behind the step: {max(0.0, min(1.0, hidden)):.0%}"))
+            extra = {"vs_cpu_side": cpu_side / t_deliver} if cpu_side else {}
+            if cpu_side:
+                note = f"{cpu_side / t_deliver:.0%} of the CPU-side rate {note}".rstrip()
+            results.append(Result(bench, variant, n, t_deliver, note=note, extra=extra))
+            results.append(Result(bench, f"{variant} + step", n, t_both, extra={"hidden": hidden},
+                                  note=f"delivery hidden behind the step: {max(0.0, min(1.0, hidden)):.0%}"))
+            for r in results[-2:]:
+                print(f"  {r.variant}: {r.rows_per_s:,.0f} rows/s {r.note}", flush=True)
         try:
-            rows, t_tf = tf_rows(paths["mds"], device)
+            rows, t_tf = tf_rows(url, device, args.repeat)
             results.append(Result(bench, "petastream tf.dataset(device=...)", n, t_tf,
                                   note="" if rows == n else f"INCOMPLETE ({rows} of {n})"))
         except ImportError as e:
             results.append(Result(bench, "petastream tf.dataset(device=...)", n, None, note=f"unavailable: {e}"))
+        if workload == "tabular":
+            results += pinning_ab(url, device)
     return results
 
 
@@ -181,16 +240,21 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--device", default="cuda", help="'cuda', 'cuda:1', or 'cpu' for a dry run")
     p.add_argument("--step-ms", type=float, default=2.0, help="compute per batch in the step variants")
+    p.add_argument("--workers", type=lambda s: [int(w) for w in s.split(",")], default=[2],
+                   help="decode threads of the petastream rows, comma-separated (default 2, the loader's)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per row (best kept), after a warm-up")
     args = p.parse_args()
+    meta = {"device": "cpu (dry run)", "cpus": os.cpu_count()}
     if args.device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
             p.error("--device cuda, but torch sees no GPU; use --device cpu for a dry run")
-        print(f"device: {torch.cuda.get_device_name()}")
+        meta.update(device=torch.cuda.get_device_name(), torch=torch.__version__)
+    print(f"device: {meta['device']}, {meta['cpus']} CPUs", flush=True)
     results = run(args)
-    print(report(results, "floor: pre-pinned host tensors, non_blocking copy"))
-    print(f"saved {save(NAME, results)}")
+    print(report(results, FLOOR))
+    print(f"saved {save(NAME, results, meta)}")
 
 
 if __name__ == "__main__":

@@ -99,11 +99,11 @@ def report(results: list[Result], floor_variant: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def save(name: str, results: list[Result]) -> str:
+def save(name: str, results: list[Result], meta: dict | None = None) -> str:
     os.makedirs("bench-results", exist_ok=True)
     path = os.path.join("bench-results", f"{name}.json")
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **(meta or {})}
     with open(path, "w") as f:
         json.dump({"meta": meta, "results": [
             {**asdict(r), "rows_per_s": r.rows_per_s, "mb_per_s": r.mb_per_s} for r in results

@@ -1,0 +1,181 @@
+"""Batches delivered to a CUDA device: the same data as on the host, safe against the caching
+allocator and the consumer's streams, pinned where asked.
+
+The CUDA tests need a GPU and skip without one (CI has none): they run on the lent GPU machine
+(``benchmarks/gpu_device.sh``). The pinned conversion's copy logic runs everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from petastream.mds.writer import write_mds
+from petastream.torch import MDSIterableDataset, _convert, loader
+
+N = 3000
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.torch, pytest.mark.gpu]
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("gpu") / "ds")
+    rng = np.random.default_rng(0)
+    write_mds({
+        "id": np.arange(N), "x": rng.random((N, 64), dtype=np.float32),
+        "u8": (np.arange(N) % 256).astype(np.uint8), "flag": np.arange(N) % 3 == 0,
+        "s": np.array([f"s{i}" for i in range(N)], dtype=object),
+    }, path, size_limit=1 << 16, compression="zstd")
+    return path
+
+
+def _host(batches) -> list[dict]:
+    return [{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in b.items()} for b in batches]
+
+
+def _assert_same(got: list[dict], want: list[dict]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for k in w:
+            if isinstance(w[k], torch.Tensor):
+                assert g[k].dtype == w[k].dtype and torch.equal(g[k], w[k]), k
+            else:
+                assert g[k] == w[k], k
+
+
+def test_pinned_conversion_is_to_tensors_in_one_copy(monkeypatch):
+    # Runs without a GPU: the page-locked allocation is swapped for a plain one, the rest of the
+    # path (widening, strided views, types that stay lists) is the real one.
+    monkeypatch.setattr(_convert, "_empty_pinned", lambda shape, dtype: torch.empty(shape, dtype=dtype))
+    packed = np.zeros(5, dtype=[("id", "<i8"), ("x", "<f4", (3,)), ("u", "<u2")])
+    packed["id"], packed["x"], packed["u"] = np.arange(5), np.arange(15).reshape(5, 3), 65535
+    batch = {"id": packed["id"], "x": packed["x"], "u": packed["u"], "flag": np.array([True, False]),
+             "s": np.array(["a", "b"], dtype=object), "when": np.array(["2024-01-01"], dtype="M8[D]")}
+    plain = {k: v for k, v in batch.items() if k != "when"}
+    got, want = _convert.to_pinned_tensors(plain), _convert.to_tensors(plain)
+    _assert_same([got], [want])
+    assert got["u"].dtype == torch.int32 and int(got["u"][0]) == 65535  # widened, as unpinned
+    assert got["x"].is_contiguous()
+    with pytest.raises(TypeError):  # no torch dtype: the same error as the unpinned path
+        _convert.to_pinned_tensors({"when": batch["when"]})
+
+
+@cuda
+def test_pinned_conversion_is_page_locked():
+    got = _convert.to_pinned_tensors({"x": np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]})
+    assert got["x"].is_pinned() and torch.equal(got["x"], torch.tensor([[0., 2.], [4., 6.], [8., 10.]]))
+
+
+@cuda
+@pytest.mark.parametrize("pin", [True, False])
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_device_batches_equal_host_batches(url, pin, worker_type):
+    host = loader(url, 128, shuffle=True, seed=3)
+    want, want2 = list(host), list(host)  # two epochs, each in its own order
+    ld = loader(url, 128, shuffle=True, seed=3, device="cuda", pin_memory=pin, worker_type=worker_type,
+                num_workers=2)
+    got = list(ld)
+    for b in got:
+        assert all(v.is_cuda for v in b.values() if isinstance(v, torch.Tensor))
+        assert isinstance(b["s"], list)  # strings stay on the host
+    _assert_same(_host(got), want)
+    _assert_same(_host(ld), want2)  # a second pass over the same loader: the next epoch
+
+
+@cuda
+def test_consumer_stream_waits_and_allocator_does_not_reuse_early(url):
+    # A long step on the consumer's stream before each read: were the copy not ordered before
+    # the read, or the batch's memory given to a later copy while reads are still queued, the
+    # sums (queued, read at the very end) would differ from the host's.
+    want = [float(b["x"].double().sum()) for b in loader(url, 64, shuffle=True, seed=2)]
+    big = torch.randn(2048, 2048, device="cuda")
+    sums = []
+    for b in loader(url, 64, shuffle=True, seed=2, device="cuda"):
+        for _ in range(4):
+            big = torch.tanh(big @ big)
+        sums.append(b["x"].double().sum())
+        del b
+    got = [float(s) for s in sums]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@cuda
+def test_a_users_own_current_stream(url):
+    want = _host(loader(url, 100, seed=1))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
+               for b in loader(url, 100, seed=1, device="cuda")]
+    side.synchronize()
+    _assert_same(_host(got), want)
+
+
+@cuda
+def test_abandoned_pass_then_a_whole_one(url):
+    ld = loader(url, 100, shuffle=True, seed=4, device="cuda")
+    it = iter(ld)
+    for _ in range(3):
+        next(it)
+    del it
+    ids = [int(i) for b in ld for i in b["id"].cpu()]
+    assert sorted(ids) == list(range(N))
+
+
+@cuda
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_dataset_in_a_pinning_dataloader(url, workers):
+    want = _host(loader(url, 100, shuffle=True, seed=5))
+    ds = MDSIterableDataset(url, batch_size=100, shuffle=True, seed=5)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers, pin_memory=True)
+    got = list(dl)
+    assert all(b["x"].is_pinned() for b in got)
+    _assert_same(got, want)  # the loader's own order, whatever num_workers
+    moved = [b["x"].to("cuda", non_blocking=True) for b in got]
+    torch.cuda.synchronize()
+    assert all(torch.equal(m.cpu(), b["x"]) for m, b in zip(moved, got))
+
+
+@cuda
+@pytest.mark.parametrize("device", [None, "cuda"])  # Lightning moves the batches / they arrive there
+def test_lightning_trains_on_the_gpu_two_whole_epochs(tmp_path, device):
+    pl = pytest.importorskip("pytorch_lightning")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "lightning"))
+    from native_datamodule import Regression
+
+    path = str(tmp_path / "ds")
+    write_mds({"id": np.arange(200), "x": np.linspace(-1, 1, 200).astype(np.float32)}, path, size_limit=600)
+    model = Regression()
+    trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=2, logger=False, enable_progress_bar=False,
+                         enable_model_summary=False, enable_checkpointing=False)
+    trainer.fit(model, train_dataloaders=loader(path, 16, shuffle=True, seed=0, device=device))
+    assert len(model.seen) == 26  # 13 batches an epoch
+    first, second = [i for b in model.seen[:13] for i in b], [i for b in model.seen[13:] for i in b]
+    assert sorted(first) == sorted(second) == list(range(200)) and first != second
+
+
+@cuda
+def test_thread_workers_issue_the_copies(url, monkeypatch):
+    import threading
+
+    from petastream.torch import _staging
+
+    where = []
+    real = _staging._copy_ahead
+
+    def spy(*args):
+        where.append(threading.current_thread() is threading.main_thread())
+        return real(*args)
+
+    monkeypatch.setattr(_staging, "_copy_ahead", spy)
+    want = _host(loader(url, 100, seed=1))
+    _assert_same(_host(loader(url, 100, seed=1, device="cuda")), want)
+    assert len(where) == len(want) and not any(where)  # none issued by the consuming thread
+    where.clear()
+    _assert_same(_host(loader(url, 100, seed=1, device="cuda", worker_type="process")), want)
+    assert len(where) == len(want) and all(where)  # processes' batches: copied here
