@@ -3,7 +3,7 @@
     python -m benchmarks.gpu --rows 1000000 --device cuda       # on a GPU machine
     python -m benchmarks.gpu --rows 20000 --device cpu          # dry run: same code paths, no GPU
 
-Workloads 'tabular' and 'binary' (:mod:`benchmarks.workloads`), batches of 1024, one shuffled
+Workloads 'tabular' and 'binary' (:mod:`benchmarks.workloads`), batches of 1024 (``--batch``), one shuffled
 epoch, every column read (as a training script does); the tensors (id, features, label) go to
 the device, the 'binary' bytes and strings stay on the host as lists. Rows, each best of
 ``--repeat`` after a warm-up:
@@ -13,9 +13,7 @@ the device, the 'binary' bytes and strings stay on the host as lists. Rows, each
 * CPU-side loader: ``torch.loader`` with no device, the rate the GPU rows are compared with
   (``vs CPU side``: the issue's goal is 90% or more);
 * petastream ``torch.loader(device=...)``, at each ``--workers`` count: pinned, side-stream
-  copies issued by the decode threads (the default); the same copies issued by the consuming
-  thread one batch ahead (what worker processes get, and the thread default before); and
-  ``pin_memory=False``;
+  copies (the default), and ``pin_memory=False``;
 * compat: Petastorm's ``DataLoader`` over ``make_batch_reader`` (what migrated code runs), each
   tensor moved with ``.to(device)`` in the loop as such code does;
 * TensorFlow ``petastream.tf.dataset(device="/gpu:0")`` (prefetch to device), where TensorFlow
@@ -124,14 +122,12 @@ def floor_batches(data: dict[str, np.ndarray], device: str) -> Callable:
     return lambda: ({k: t.to(device, non_blocking=pin) for k, t in b.items()} for b in host)
 
 
-def petastream_batches(url: str, device: str, pin: bool, workers: int, in_workers: bool = True) -> Callable:
+def petastream_batches(url: str, device: str, pin: bool, workers: int) -> Callable:
     from petastream.torch import loader
 
     dev = None if device == "cpu" else device
     ld = loader(url, BATCH, shuffle=True, seed=1, num_workers=workers, device=dev,
                 pin_memory=pin if dev else None)
-    if not in_workers:  # the A/B: copies issued by the consuming thread, one batch ahead
-        ld._copies_in_workers = False
     return lambda: ld  # built once, iterated per epoch, as training loops do
 
 
@@ -185,14 +181,17 @@ def pinning_ab(url: str, device: str, rounds: int = 5) -> list[Result]:
 
 
 def run(args: argparse.Namespace) -> list[Result]:
+    global BATCH
+    BATCH = args.batch  # every row and the step's calibration use it
     results = []
     device = args.device
     step, step_ms = _step_fn(device, args.step_ms)
     print(f"step: {step_ms:.2f} ms of compute per batch", flush=True)
-    for workload in WORKLOADS:
+    for workload in args.workloads:
         data = make_data(workload, args.rows)
         paths = prepare(workload, args.rows, data)
-        url, n, bench = paths["mds"], args.rows, f"{NAME}/{workload}"
+        url, n = paths["mds"], args.rows
+        bench = f"{NAME}/{workload}" + ("" if BATCH == 1024 else f"/batch-{BATCH}")
         floor = floor_batches(data, device)
         del data
         # The step alone, on batches already on the device: what a perfect loader would cost.
@@ -205,11 +204,9 @@ def run(args: argparse.Namespace) -> list[Result]:
             cpu = petastream_batches(url, "cpu", False, w)
             _, cpu_side = _timed(lambda cpu=cpu: _drain(cpu(), "cpu", None), args.repeat)
             results.append(Result(bench, f"CPU-side loader, {w} threads (no device)", n, cpu_side))
-            for pin, in_workers, what in ((True, True, "pinned, copies from the decode threads"),
-                                          (True, False, "pinned, copies from the consumer"),
-                                          (False, True, "pin_memory=False")):
+            for pin, what in ((True, "pinned + side stream"), (False, "pin_memory=False")):
                 sources[f"petastream torch.loader, {w} threads, {what}"] = (
-                    petastream_batches(url, device, pin, w, in_workers), cpu_side)
+                    petastream_batches(url, device, pin, w), cpu_side)
         sources["compat DataLoader + .to(device)"] = (compat_batches(url, device), None)
         for variant, (make, cpu_side) in sources.items():
             rows, t_deliver = _timed(lambda make=make: _drain(make(), device, None), args.repeat)
@@ -242,6 +239,9 @@ def main() -> None:
     p.add_argument("--step-ms", type=float, default=2.0, help="compute per batch in the step variants")
     p.add_argument("--workers", type=lambda s: [int(w) for w in s.split(",")], default=[2],
                    help="decode threads of the petastream rows, comma-separated (default 2, the loader's)")
+    p.add_argument("--batch", type=int, default=BATCH, help="rows per batch")
+    p.add_argument("--workloads", type=lambda s: s.split(","), default=list(WORKLOADS),
+                   help="comma-separated, of: " + ", ".join(WORKLOADS))
     p.add_argument("--repeat", type=int, default=3, help="timed runs per row (best kept), after a warm-up")
     args = p.parse_args()
     meta = {"device": "cpu (dry run)", "cpus": os.cpu_count()}

@@ -158,24 +158,3 @@ def test_lightning_trains_on_the_gpu_two_whole_epochs(tmp_path, device):
     first, second = [i for b in model.seen[:13] for i in b], [i for b in model.seen[13:] for i in b]
     assert sorted(first) == sorted(second) == list(range(200)) and first != second
 
-
-@cuda
-def test_thread_workers_issue_the_copies(url, monkeypatch):
-    import threading
-
-    from petastream.torch import _staging
-
-    where = []
-    real = _staging._copy_ahead
-
-    def spy(*args):
-        where.append(threading.current_thread() is threading.main_thread())
-        return real(*args)
-
-    monkeypatch.setattr(_staging, "_copy_ahead", spy)
-    want = _host(loader(url, 100, seed=1))
-    _assert_same(_host(loader(url, 100, seed=1, device="cuda")), want)
-    assert len(where) == len(want) and not any(where)  # none issued by the consuming thread
-    where.clear()
-    _assert_same(_host(loader(url, 100, seed=1, device="cuda", worker_type="process")), want)
-    assert len(where) == len(want) and all(where)  # processes' batches: copied here

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
 import torch
 
 from petastream.errors import InvalidArgumentError
-from petastream.pipeline import BatchLoader, MappedRun, PassRun, PassWork
+from petastream.pipeline import BatchLoader, PassRun, PassWork
 from petastream.pipeline.threads import ThreadRun
-from petastream.stream import EpochPlan
 from petastream.torch._convert import to_pinned_tensors, to_tensors
 from petastream.torch._processes import ProcessRun
-from petastream.torch._staging import DeviceRun, WorkerCopies
+from petastream.torch._staging import DeviceRun
 
 __all__ = ["TorchLoader", "loader", "resolve_rank_world"]
 
@@ -81,22 +79,12 @@ class TorchLoader(BatchLoader):
         # Threads pin as they convert; worker processes hand tensors over in shared memory and
         # the DataLoader's pin thread pins them in this process, where CUDA lives.
         self._convert = to_pinned_tensors if self.pin_memory and worker_type == "thread" else to_tensors
-        # CUDA copies are issued by the decode threads (WorkerCopies); worker processes' batches
-        # reach this process first, so their copies are issued here (DeviceRun).
-        self._copies_in_workers = cuda and worker_type == "thread"
 
     def _execute(self, work: PassWork) -> PassRun:
         if self.worker_type == "thread":
             return ThreadRun(work, work.num_batches, self.num_workers, self.prefetch)
         return ProcessRun(work, num_workers=self.num_workers, prefetch=self.prefetch,
                           pin_memory=self.pin_memory, multiprocessing_context=self.multiprocessing_context)
-
-    def _run_pass(self, plan: EpochPlan) -> PassRun:
-        if not self._copies_in_workers:
-            return super()._run_pass(plan)
-        copies = WorkerCopies(self.device)
-        work = dataclasses.replace(self._work(plan), convert=copies.convert(self._convert))
-        return MappedRun(self._execute(work), copies.hand_out)
 
     def _stage(self, run: PassRun) -> PassRun:
         if self.device is None or self.device.type == "cpu":
