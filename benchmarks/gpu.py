@@ -22,10 +22,6 @@ the device, the 'binary' bytes and strings stay on the host as lists. Rows, each
 "+ step" rows run a fixed matmul chain per batch (``--step-ms`` of GPU compute, calibrated
 once) and report the overlap: the share of the delivery time hidden behind the step,
 ``(t_delivery + t_step - t_both) / t_delivery`` (100% = the delivery costs the step nothing).
-
-A last table compares the two ways of pinning a decoded batch in the decode threads: one copy
-into a block from torch's pinned-memory cache (what the loader does) against a contiguous
-tensor followed by ``pin_memory()`` (two copies for the strided columns of packed records).
 """
 
 from __future__ import annotations
@@ -152,34 +148,6 @@ def tf_rows(url: str, device: str, repeat: int) -> tuple[int, float]:
     return _timed(lambda: sum(int(b["features"].shape[0]) for b in ds), repeat)
 
 
-def pinning_ab(url: str, device: str, rounds: int = 5) -> list[Result]:
-    """Pinning a decoded batch: one copy into torch's pinned cache vs tensor + pin_memory()."""
-
-    from petastream.pipeline import BatchLoader
-    from petastream.torch._convert import to_pinned_tensors, to_tensors
-
-    if not device.startswith("cuda"):
-        return []
-    decoded = [{k: b[k] for k in TENSORS} for b in BatchLoader(url, BATCH, shuffle=True, seed=1)]
-
-    def twice():
-        return [{k: v.pin_memory() for k, v in to_tensors(b).items()} for b in decoded]
-
-    def once():
-        return [to_pinned_tensors(b) for b in decoded]
-
-    times: dict[str, list[float]] = {"tensor + pin_memory()": [], "one copy into torch's pinned cache": []}
-    for _ in range(rounds):  # interleaved, so both see the same machine
-        for name, fn in (("tensor + pin_memory()", twice), ("one copy into torch's pinned cache", once)):
-            t = time.perf_counter()
-            out = fn()
-            times[name].append(time.perf_counter() - t)
-            del out
-    n = sum(len(b["id"]) for b in decoded)
-    return [Result(f"{NAME}/pinning", name, n, float(np.median(ts)), note=f"median of {rounds}")
-            for name, ts in times.items()]
-
-
 def run(args: argparse.Namespace) -> list[Result]:
     global BATCH
     BATCH = args.batch  # every row and the step's calibration use it
@@ -227,8 +195,6 @@ def run(args: argparse.Namespace) -> list[Result]:
                                   note="" if rows == n else f"INCOMPLETE ({rows} of {n})"))
         except ImportError as e:
             results.append(Result(bench, "petastream tf.dataset(device=...)", n, None, note=f"unavailable: {e}"))
-        if workload == "tabular":
-            results += pinning_ab(url, device)
     return results
 
 

@@ -2,7 +2,7 @@
 allocator and the consumer's streams, pinned where asked.
 
 The CUDA tests need a GPU and skip without one (CI has none): they run on the lent GPU machine
-(``benchmarks/gpu_device.sh``). The pinned conversion's copy logic runs everywhere.
+(``benchmarks/gpu_device.sh``).
 """
 
 from __future__ import annotations
@@ -47,23 +47,6 @@ def _assert_same(got: list[dict], want: list[dict]) -> None:
                 assert g[k].dtype == w[k].dtype and torch.equal(g[k], w[k]), k
             else:
                 assert g[k] == w[k], k
-
-
-def test_pinned_conversion_is_to_tensors_in_one_copy(monkeypatch):
-    # Runs without a GPU: the page-locked allocation is swapped for a plain one, the rest of the
-    # path (widening, strided views, types that stay lists) is the real one.
-    monkeypatch.setattr(_convert, "_empty_pinned", lambda shape, dtype: torch.empty(shape, dtype=dtype))
-    packed = np.zeros(5, dtype=[("id", "<i8"), ("x", "<f4", (3,)), ("u", "<u2")])
-    packed["id"], packed["x"], packed["u"] = np.arange(5), np.arange(15).reshape(5, 3), 65535
-    batch = {"id": packed["id"], "x": packed["x"], "u": packed["u"], "flag": np.array([True, False]),
-             "s": np.array(["a", "b"], dtype=object), "when": np.array(["2024-01-01"], dtype="M8[D]")}
-    plain = {k: v for k, v in batch.items() if k != "when"}
-    got, want = _convert.to_pinned_tensors(plain), _convert.to_tensors(plain)
-    _assert_same([got], [want])
-    assert got["u"].dtype == torch.int32 and int(got["u"][0]) == 65535  # widened, as unpinned
-    assert got["x"].is_contiguous()
-    with pytest.raises(TypeError):  # no torch dtype: the same error as the unpinned path
-        _convert.to_pinned_tensors({"when": batch["when"]})
 
 
 @cuda
