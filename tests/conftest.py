@@ -18,9 +18,9 @@ def _isolated_shard_cache(tmp_path, monkeypatch):
     yield
     # Worker processes parked by this test's loaders serve only this test's environment (its
     # cache dir): stop them now rather than a minute later, beside the next tests' workers.
-    processes = sys.modules.get("petastream.pipeline.processes")
-    if processes is not None:
-        processes.shutdown_idle()
+    parking = sys.modules.get("petastream.pipeline.parking")
+    if parking is not None:
+        parking.shutdown_idle()
 
 
 @pytest.fixture(scope="session")

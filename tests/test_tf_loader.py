@@ -560,12 +560,12 @@ def test_an_abandoned_iteration_leaves_the_workers_to_the_next_epoch(url):
 
 
 def test_auto_decodes_in_threads_when_the_processes_do_not_start(url, monkeypatch, caplog):
-    from petastream.pipeline import processes
+    from petastream.pipeline import parking
 
     def cannot_spawn(*args, **kwargs):
         raise OSError("no process for you")
 
-    monkeypatch.setattr(processes, "WorkerPool", cannot_spawn)
+    monkeypatch.setattr(parking, "WorkerPool", cannot_spawn)
     want = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=4, worker_type="thread")]
     loader = TFLoader(url, 32, shuffle=True, seed=4)
     with caplog.at_level("WARNING", logger="petastream.tf"):

@@ -165,7 +165,7 @@ def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
     one decode thread ('dummy'); a context per epoch reuses the workers, and they stop when
     released. With a TransformSpec, 'thread' keeps threads (the function runs here)."""
     from petastream.compat import TransformSpec
-    from petastream.pipeline.processes import shutdown_idle
+    from petastream.pipeline.parking import shutdown_idle
 
     conv = make_spark_converter(spark.range(500).selectExpr("id", "cast(id as float) * 2 as x").repartition(3))
     streams, pools = {}, []
@@ -231,7 +231,7 @@ def test_contexts_per_epoch_over_s3_share_workers_graph_and_cache(s3_bucket, tmp
     from petastream.compat._tf import make_tf_dataset
     from petastream.compat.reader import make_batch_reader
     from petastream.mds.writer import write_mds
-    from petastream.pipeline import processes
+    from petastream.pipeline import parking, processes
 
     url = f"{s3_bucket}/compat-epochs"
     n = 900
@@ -267,4 +267,4 @@ def test_contexts_per_epoch_over_s3_share_workers_graph_and_cache(s3_bucket, tmp
     assert second is first and more == pools and len(pools) == 1
     assert sent.count("dataset") == 2  # once per worker, by the first context only
     assert opened.num_shards > 3 and opened.cache.usage().entries == opened.num_shards
-    processes.shutdown_idle()
+    parking.shutdown_idle()

@@ -14,10 +14,11 @@ import pytest
 
 from petastream.errors import InvalidArgumentError
 from petastream.mds.writer import write_mds
-from petastream.pipeline import BatchLoader, processes
+from petastream.pipeline import BatchLoader, parking, processes
 from petastream.pipeline.arena import Strings
+from petastream.pipeline.parking import ProcessExecutor
 from petastream.pipeline.parts import DENSE, RAGGED, STRING, ColumnParts, FlatParts
-from petastream.pipeline.processes import ProcessExecutor, WorkerDiedError
+from petastream.pipeline.processes import WorkerDiedError
 
 pytestmark = pytest.mark.timeout(180)
 N = 3000
@@ -239,7 +240,7 @@ def test_a_closed_loaders_workers_serve_the_next_loader_then_stop(url, monkeypat
     it = iter(second)
     head = next(it)
     assert second.executor.pool is pool and all(p.poll() is None for p in pool._procs)
-    monkeypatch.setattr(processes, "_IDLE_S", 0.2)  # parked again at the end of the pass
+    monkeypatch.setattr(parking, "_IDLE_S", 0.2)  # parked again at the end of the pass
     assert sorted(i for b in [head, *it] for i in b[0]) == list(range(N))
     second.close()
     for p in pool._procs:  # unused, the parked pool stops by itself
@@ -253,7 +254,7 @@ def test_a_loader_nobody_closes_parks_its_workers_between_passes(url, monkeypatc
     loader = PartsLoader(url, batch_size=500, num_workers=2)
     list(loader)
     pool = loader.executor.pool
-    assert processes._parked[(2, 4, pool.env_key)][0] is pool  # parked at the end of the pass
+    assert parking._parked[(2, 4, pool.env_key)][0] is pool  # parked at the end of the pass
     assert sorted(i for b in loader for i in b[0]) == list(range(N))
     assert loader.executor.pool is pool  # taken back
     with monkeypatch.context() as changed:  # credentials rotated between epochs: new workers
@@ -261,7 +262,7 @@ def test_a_loader_nobody_closes_parks_its_workers_between_passes(url, monkeypatc
         assert sorted(i for b in loader for i in b[0]) == list(range(N))
         assert loader.executor.pool is not pool
         loader.executor.pool.close()
-    monkeypatch.setattr(processes, "_IDLE_S", 0.2)
+    monkeypatch.setattr(parking, "_IDLE_S", 0.2)
     list(loader)  # back in the first environment: the parked pool again, parked anew after
     assert loader.executor.pool is pool
     for p in pool._procs:
@@ -313,7 +314,7 @@ def test_a_parked_pool_serves_only_loaders_in_its_environment(url, monkeypatch):
     list(third)
     assert third.executor.pool is pool
     third.close()
-    processes.shutdown_idle()
+    parking.shutdown_idle()
 
 
 def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
@@ -322,14 +323,14 @@ def test_shutdown_idle_ends_the_workers_and_leaves_no_shared_memory(url):
     pool = procs.executor.pool
     paths = [a.path for arenas in pool._arenas for a in arenas.values()]
     procs.close()
-    processes.shutdown_idle()
+    parking.shutdown_idle()
     assert pool.closed and all(p.poll() is not None for p in pool._procs)
     assert paths and not any(os.path.exists(p) for p in paths)
     assert not [f for f in os.listdir("/dev/shm") if f.startswith("petastream-arena-")] if os.path.isdir("/dev/shm") else True
 
 
 def test_a_collected_loaders_workers_stop_once_idle(url, monkeypatch):
-    monkeypatch.setattr(processes, "_IDLE_S", 0.2)  # parked at the end of the pass, for the next loader
+    monkeypatch.setattr(parking, "_IDLE_S", 0.2)  # parked at the end of the pass, for the next loader
     procs = PartsLoader(url, batch_size=100, num_workers=1)
     list(procs)
     workers = list(procs.executor.pool._procs)

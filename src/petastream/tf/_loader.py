@@ -16,8 +16,9 @@ from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.sidecar import apply_logical
 from petastream.pipeline import BatchLoader
 from petastream.pipeline.arena import Strings, pack_strings
+from petastream.pipeline.parking import ProcessExecutor
 from petastream.pipeline.parts import ColumnParts, FlatParts
-from petastream.pipeline.processes import ProcessExecutor, processes_fit
+from petastream.pipeline.processes import processes_fit
 from petastream.pipeline.work import BatchGroup
 from petastream.tf._columns import (
     RAGGED,
@@ -175,7 +176,7 @@ class TFLoader(BatchLoader):
         """Release the worker processes (``worker_type="process"``) now rather than when the
         loader is collected: the next loader with as many workers takes them over if it comes
         within a minute (a loader or compat context per epoch then starts no new processes),
-        else they stop (``petastream.pipeline.processes.shutdown_idle()`` stops them at once).
+        else they stop (``petastream.pipeline.parking.shutdown_idle()`` stops them at once).
         Iterating this loader again takes or starts workers anew."""
         if self._processes is not None:
             self._processes.close()
