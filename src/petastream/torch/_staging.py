@@ -11,7 +11,7 @@ memory (``pin_memory``, the default for CUDA) the copies are truly asynchronous.
 Other devices (``mps``, ``xla``...) get a plain ``.to(device)``; ``cpu`` needs no stage.
 
 The copies are issued by the thread that iterates the loader, not by the decode threads: on an
-H200 with 16 cores, issuing them in the decode threads delivered 4-30% fewer rows/s (1M rows,
+H200 with 16 cores, issuing them in the decode threads delivered 5-30% fewer rows/s (1M rows,
 four paired comparisons, docs/benchmarks.md "GPU"): the decode threads set the CPU-side rate,
 so work added to them lengthens every batch, while this thread otherwise waits on them.
 """
