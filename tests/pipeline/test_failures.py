@@ -135,12 +135,22 @@ def _pid(batch):
     return {**batch, "pid": np.full(len(batch["id"]), os.getpid())}
 
 
+def _pid_then_wait(batch):
+    if batch["id"][0] >= 10:  # from each worker's second batch on: killed in here
+        time.sleep(60)
+    return _pid(batch)
+
+
 def test_a_killed_worker_process_is_reported_within_seconds(url):
     from petastream.torch import TorchLoader
 
-    ld = TorchLoader(url, 5, worker_type="process", num_workers=2, transform=_pid, prefetch=1)
+    ld = TorchLoader(url, 5, worker_type="process", num_workers=2, transform=_pid_then_wait, prefetch=1)
     it = iter(ld)
     first = next(it)
+    # Killed inside the transform: a worker killed while it checks the DataLoader's shared
+    # "done" event dies holding that event's lock, which hangs the DataLoader's own error path
+    # (torch's _try_get_data); the next test covers what our close does about it.
+    time.sleep(1)
     os.kill(int(first["pid"][0]), signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match=r"worker.* (exited unexpectedly|is killed by signal)"):
@@ -220,3 +230,29 @@ def test_rank_and_world_size_from_torchrun_environment(url, monkeypatch):
     monkeypatch.setenv("RANK", "x")
     with pytest.raises(InvalidArgumentError, match="RANK='x'"):
         resolve_rank_world(None, None)
+
+
+
+def test_closing_after_a_worker_died_holding_the_shutdown_lock_returns(url):
+    # A worker killed while it checked the shared "done" event dies holding its lock; the
+    # DataLoader's shutdown handshake (Event.set()) then blocks for good. Held here instead of
+    # by the dead worker, deterministically: close() must still return, the workers stopped.
+    import contextlib
+
+    from petastream.torch import TorchLoader
+
+    ld = TorchLoader(url, 5, worker_type="process", num_workers=2, transform=_pid_then_wait, prefetch=1)
+    run = ld._run_pass(ld.planner.plan())
+    first = next(run)
+    workers = list(run._it._workers)
+    time.sleep(1)
+    os.kill(int(first["pid"][0]), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    with contextlib.suppress(RuntimeError):  # the DataLoader's SIGCHLD handler may report it here
+        while all(w.exitcode is None for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert run._it._workers_done_event._cond.acquire(timeout=5)
+    t0 = time.monotonic()
+    run.close()
+    assert time.monotonic() - t0 < 15
+    assert all(w.exitcode is not None for w in workers)

@@ -96,7 +96,27 @@ class ProcessRun:
             time.sleep(0.05)
 
     def close(self) -> None:
+        if self._it is not None and self._dead_workers(wait=False):
+            _without_handshake(self._it)
         it, self._it = self._it, None
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None:
             shutdown()  # now, also on an early break, not when the iterator is collected
+
+
+def _without_handshake(it: Any) -> None:
+    """A worker died: stop the others first, and give the DataLoader's shutdown a fresh
+    ``done`` event to set. Its handshake sets an event shared with the workers, and a worker
+    killed while checking that event dies holding its lock: ``Event.set()`` then blocks for
+    good (seen in the test that kills a worker, where the run hung past its timeout)."""
+    import multiprocessing
+
+    workers = getattr(it, "_workers", None)
+    if workers is None or not hasattr(it, "_workers_done_event"):
+        return
+    for w in workers:
+        if w.is_alive():
+            w.kill()
+    for w in workers:
+        w.join(timeout=5)
+    it._workers_done_event = multiprocessing.Event()  # nobody waits on it: set() returns
