@@ -49,6 +49,36 @@ def _assert_same(got: list[dict], want: list[dict]) -> None:
                 assert g[k] == w[k], k
 
 
+def test_decode_threads_pin_for_the_loaders_device(url, monkeypatch):
+    # Runs without a GPU: CUDA's calls are replaced by recorders. Checked: each decode thread
+    # makes the loader's device current before it pins (a new thread's current device is 0, so
+    # otherwise every rank of a node would create a CUDA context on GPU 0), and that device is
+    # the one current in the iterating thread (as after torch.cuda.set_device(local_rank)).
+    import threading
+
+    calls = []
+    main = threading.main_thread
+
+    def pin(self, *args, **kwargs):
+        calls.append(("pin", threading.current_thread().ident))
+        return self
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append((i, threading.current_thread().ident)))
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin)
+    got = list(loader(url, 100, pin_memory=True, num_workers=2))  # pinned host batches, no device
+    assert sorted(int(i) for b in got for i in b["id"]) == list(range(N))
+    current: dict[int, int] = {}
+    for what, thread in calls:
+        assert thread != main().ident  # all in the decode threads
+        if what == "pin":
+            assert current.get(thread) == 3  # the device was set in this thread first
+        else:
+            current[thread] = what
+    assert sum(what == "pin" for what, _ in calls) == len(got) * 4  # every tensor: id, x, u8, flag
+
+
 @cuda
 def test_pinned_conversion_is_page_locked():
     got = _convert.to_pinned_tensors({"x": np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]})

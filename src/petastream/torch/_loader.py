@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -10,7 +11,8 @@ import torch
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import BatchLoader, PassRun, PassWork
 from petastream.pipeline.threads import ThreadRun
-from petastream.torch._convert import to_pinned_tensors, to_tensors
+from petastream.stream import EpochPlan
+from petastream.torch._convert import pinning_for, to_tensors
 from petastream.torch._processes import ProcessRun
 from petastream.torch._staging import DeviceRun
 
@@ -76,9 +78,21 @@ class TorchLoader(BatchLoader):
         self.pin_memory = cuda if pin_memory is None else bool(pin_memory) and torch.cuda.is_available()
         self.worker_type = worker_type
         self.multiprocessing_context = multiprocessing_context
-        # Threads pin as they convert; worker processes hand tensors over in shared memory and
-        # the DataLoader's pin thread pins them in this process, where CUDA lives.
-        self._convert = to_pinned_tensors if self.pin_memory and worker_type == "thread" else to_tensors
+        # Threads pin as they convert (for the device of the pass, see _work); worker processes
+        # hand tensors over in shared memory and the DataLoader's pin thread pins them in this
+        # process, where CUDA lives.
+        self._pin_in_threads = self.pin_memory and worker_type == "thread"
+        self._convert = to_tensors
+
+    def _work(self, plan: EpochPlan) -> PassWork:
+        work = super()._work(plan)
+        if not self._pin_in_threads:
+            return work
+        # Resolved per pass, in the iterating thread: device="cuda" (or pin_memory without a
+        # device) means the device current there now, as after torch.cuda.set_device(local_rank).
+        indexed = self.device is not None and self.device.type == "cuda" and self.device.index is not None
+        index = self.device.index if indexed else torch.cuda.current_device()
+        return dataclasses.replace(work, convert=pinning_for(index))
 
     def _execute(self, work: PassWork) -> PassRun:
         if self.worker_type == "thread":
