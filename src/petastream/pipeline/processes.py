@@ -272,9 +272,6 @@ class WorkerPool:
             self._send(w, ("free", gen, slot))
 
 
-_close_lock = threading.Lock()
-
-
 class PoolRun:
     """One pass's items from a :class:`WorkerPool`, in plan order (a ``PassRun``)."""
 
@@ -282,6 +279,7 @@ class PoolRun:
                  on_close: Callable[[WorkerPool], None] | None = None):
         self._pool, self._n, self._t = pool, num_items, 0
         self._closed = False
+        self._close_lock = threading.Lock()
         self._on_close = on_close  # told when the pass is over: the pool is free again
         self._pid = 0
         try:
@@ -329,7 +327,7 @@ class PoolRun:
         return BatchGroup(parts, n) if n is not None else parts
 
     def close(self) -> None:
-        with _close_lock:  # once, whichever thread comes first (tf.data's finalize, a newer pass)
+        with self._close_lock:  # once, whichever thread comes first (tf.data's finalize, a newer pass)
             if self._closed:
                 return
             self._closed = True
