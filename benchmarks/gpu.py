@@ -3,9 +3,10 @@
     python -m benchmarks.gpu --rows 1000000 --device cuda       # on a GPU machine
     python -m benchmarks.gpu --rows 20000 --device cpu          # dry run: same code paths, no GPU
 
-Workloads 'tabular' and 'binary' (:mod:`benchmarks.workloads`), batches of 1024 (``--batch``), one shuffled
-epoch, every column read (as a training script does); the tensors (id, features, label) go to
-the device, the 'binary' bytes and strings stay on the host as lists. Rows, each best of
+Workloads 'tabular' and 'binary' (:mod:`benchmarks.workloads`), batches of 1024
+(``--batch``), one shuffled epoch, every column read (as a training script does); the tensors
+(id, features, label) go to the device, the 'binary' bytes and strings stay on the host as
+lists. Rows, each best of
 ``--repeat`` after a warm-up:
 
 * floor: the epoch's numeric columns prepared in pinned host memory beforehand, copied with
@@ -71,7 +72,7 @@ def _timed(fn: Callable[[], int], repeat: int) -> tuple[int, float]:
     return rows, best
 
 
-def _step_fn(device: str, target_ms: float) -> tuple[Callable, float]:
+def _step_fn(device: str, target_ms: float, batch: int) -> tuple[Callable, float]:
     """A fixed matmul chain per batch, sized once to take about ``target_ms`` on ``device``."""
     import torch
 
@@ -88,7 +89,7 @@ def _step_fn(device: str, target_ms: float) -> tuple[Callable, float]:
             h = torch.tanh(h @ sq)
         return h
 
-    x = torch.randn(BATCH, 16, device=device)
+    x = torch.randn(batch, 16, device=device)
     per = 0.0
     for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
         reps[0] = n
@@ -104,63 +105,61 @@ def _step_fn(device: str, target_ms: float) -> tuple[Callable, float]:
     return step, per
 
 
-def floor_batches(data: dict[str, np.ndarray], device: str) -> Callable:
+def floor_batches(data: dict[str, np.ndarray], device: str, batch: int) -> Callable:
     import torch
 
     n = len(data["id"])
     perm = np.random.default_rng(1).permutation(n)
     pin = device.startswith("cuda")
     host = []
-    for i in range(0, n, BATCH):
-        idx = perm[i:i + BATCH]
-        batch = {k: torch.from_numpy(np.ascontiguousarray(data[k][idx])) for k in TENSORS}
-        host.append({k: t.pin_memory() if pin else t for k, t in batch.items()})
+    for i in range(0, n, batch):
+        idx = perm[i:i + batch]
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(data[k][idx])) for k in TENSORS}
+        host.append({k: t.pin_memory() if pin else t for k, t in tensors.items()})
     return lambda: ({k: t.to(device, non_blocking=pin) for k, t in b.items()} for b in host)
 
 
-def petastream_batches(url: str, device: str, pin: bool, workers: int) -> Callable:
+def petastream_batches(url: str, device: str, pin: bool, workers: int, batch: int) -> Callable:
     from petastream.torch import loader
 
     dev = None if device == "cpu" else device
-    ld = loader(url, BATCH, shuffle=True, seed=1, num_workers=workers, device=dev,
+    ld = loader(url, batch, shuffle=True, seed=1, num_workers=workers, device=dev,
                 pin_memory=pin if dev else None)
     return lambda: ld  # built once, iterated per epoch, as training loops do
 
 
-def compat_batches(url: str, device: str) -> Callable:
+def compat_batches(url: str, device: str, batch: int) -> Callable:
     import torch
 
     from petastream.compat.pytorch import DataLoader
     from petastream.compat.reader import make_batch_reader
 
     def run():
-        with DataLoader(make_batch_reader(url, num_epochs=1), batch_size=BATCH) as dl:
+        with DataLoader(make_batch_reader(url, num_epochs=1), batch_size=batch) as dl:
             for b in dl:
                 yield {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in b.items()}
     return run
 
 
-def tf_rows(url: str, device: str, repeat: int) -> tuple[int, float]:
+def tf_rows(url: str, device: str, repeat: int, batch: int) -> tuple[int, float]:
     import petastream.tf as ptf
 
     tf_dev = "/gpu:0" if device.startswith("cuda") else "/cpu:0"
-    ds = ptf.dataset(url, BATCH, shuffle=True, seed=1, device=tf_dev)
+    ds = ptf.dataset(url, batch, shuffle=True, seed=1, device=tf_dev)
     return _timed(lambda: sum(int(b["features"].shape[0]) for b in ds), repeat)
 
 
 def run(args: argparse.Namespace) -> list[Result]:
-    global BATCH
-    BATCH = args.batch  # every row and the step's calibration use it
     results = []
     device = args.device
-    step, step_ms = _step_fn(device, args.step_ms)
+    step, step_ms = _step_fn(device, args.step_ms, args.batch)
     print(f"step: {step_ms:.2f} ms of compute per batch", flush=True)
     for workload in args.workloads:
         data = make_data(workload, args.rows)
         paths = prepare(workload, args.rows, data)
         url, n = paths["mds"], args.rows
-        bench = f"{NAME}/{workload}" + ("" if BATCH == 1024 else f"/batch-{BATCH}")
-        floor = floor_batches(data, device)
+        bench = f"{NAME}/{workload}" + ("" if args.batch == BATCH else f"/batch-{args.batch}")
+        floor = floor_batches(data, device, args.batch)
         del data
         # The step alone, on batches already on the device: what a perfect loader would cost.
         resident = list(floor())
@@ -169,13 +168,13 @@ def run(args: argparse.Namespace) -> list[Result]:
         results.append(Result(bench, f"step alone ({step_ms:.1f} ms/batch, batches resident)", n, t_step))
         sources: dict[str, tuple[Callable, float | None]] = {FLOOR: (floor, None)}
         for w in args.workers:
-            cpu = petastream_batches(url, "cpu", False, w)
+            cpu = petastream_batches(url, "cpu", False, w, args.batch)
             _, cpu_side = _timed(lambda cpu=cpu: _drain(cpu(), "cpu", None), args.repeat)
             results.append(Result(bench, f"CPU-side loader, {w} threads (no device)", n, cpu_side))
             for pin, what in ((True, "pinned + side stream"), (False, "pin_memory=False")):
                 sources[f"petastream torch.loader, {w} threads, {what}"] = (
-                    petastream_batches(url, device, pin, w), cpu_side)
-        sources["compat DataLoader + .to(device)"] = (compat_batches(url, device), None)
+                    petastream_batches(url, device, pin, w, args.batch), cpu_side)
+        sources["compat DataLoader + .to(device)"] = (compat_batches(url, device, args.batch), None)
         for variant, (make, cpu_side) in sources.items():
             rows, t_deliver = _timed(lambda make=make: _drain(make(), device, None), args.repeat)
             rows2, t_both = _timed(lambda make=make: _drain(make(), device, step), args.repeat)
@@ -190,7 +189,7 @@ def run(args: argparse.Namespace) -> list[Result]:
             for r in results[-2:]:
                 print(f"  {r.variant}: {r.rows_per_s:,.0f} rows/s {r.note}", flush=True)
         try:
-            rows, t_tf = tf_rows(url, device, args.repeat)
+            rows, t_tf = tf_rows(url, device, args.repeat, args.batch)
             results.append(Result(bench, "petastream tf.dataset(device=...)", n, t_tf,
                                   note="" if rows == n else f"INCOMPLETE ({rows} of {n})"))
         except ImportError as e:
