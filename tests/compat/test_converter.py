@@ -94,13 +94,6 @@ def test_compression_codec_maps_to_mds(spark, converter_env, codec, stored):
     assert all(u.endswith(suffix) for u in conv.file_urls)
 
 
-def test_default_codec_is_none_on_local_disk_and_zstd_where_bytes_travel():
-    assert sdc._default_codec("file:///tmp/cache") is None and sdc._default_codec("/tmp/cache") is None
-    for remote in ("s3://bucket/cache", "abfs://c@acct/cache", "/dbfs/tmp/cache", "file:///dbfs/tmp/cache",
-                   "/Volumes/main/default/vol/cache"):
-        assert sdc._default_codec(remote) == "zstd:1", remote
-
-
 def test_bad_codec_message(spark, converter_env):
     with pytest.raises(RuntimeError, match="compression_codec should be None or one of the following values"):
         make_spark_converter(spark.range(5), compression_codec="zip")

@@ -34,7 +34,7 @@ def test_in_process_dedup_like_petastorm(spark, cache_dir, tmp_path):
     assert a.url == b.url and a.created and b.reused
     c = materialize(spark.range(20), cache_dir)
     assert c.url != a.url
-    d = materialize(spark.range(10), cache_dir, compression=None)
+    d = materialize(spark.range(10), cache_dir, compression="zstd:1")  # the local default is none
     e = materialize(spark.range(10), cache_dir, size_limit=1 << 20)
     f = materialize(spark.range(10), cache_dir, dtype="float64")
     assert len({a.url, d.url, e.url, f.url}) == 4

@@ -1,4 +1,5 @@
-"""Object-store publishing (pointer file, loopback S3) and progress logging."""
+"""Object-store publishing (pointer file, loopback S3), the codec chosen by destination, and
+progress logging."""
 
 from __future__ import annotations
 
@@ -11,6 +12,30 @@ import petastream
 from petastream.spark import materialize
 
 pytestmark = pytest.mark.spark
+
+
+def test_auto_compression_is_none_on_local_disk_and_zstd_where_bytes_travel(monkeypatch):
+    from petastream.spark.materializer import default_compression
+
+    monkeypatch.setenv("PETASTREAM_REMOTE_MOUNTS", "/mnt/nfs-data")
+    for local in ("/tmp/cache", "file:///tmp/cache", "relative/cache", "/mnt/nfs-data-x/c"):
+        assert default_compression(local) is None, local
+    for remote in ("s3://bucket/cache", "abfs://c@acct/cache", "gs://b/c", "/dbfs/tmp/cache",
+                   "file:///dbfs/tmp/cache", "/Volumes/main/default/vol/cache", "/mnt/nfs-data/c"):
+        assert default_compression(remote) == "zstd:1", remote
+
+
+def test_the_default_writes_raw_shards_locally_and_a_bad_codec_fails_before_the_job(
+        spark, cache_dir):
+    from petastream.errors import InvalidArgumentError
+
+    df = spark.range(0, 50, 1, 2).selectExpr("id", "id % 3 as label")
+    m = materialize(df, cache_dir)
+    assert {s["compression"] for s in petastream.open(m.url).shards} == {None}
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    with pytest.raises(InvalidArgumentError, match=r"compression='lz4': unknown compression.*'auto'"):
+        materialize(df, cache_dir, compression="lz4", reuse=False)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs
 
 
 @pytest.mark.cloud
@@ -31,6 +56,7 @@ def test_s3_dataset_is_published_by_a_pointer_file(spark, s3_bucket, s3_endpoint
     assert json.loads(fs.cat_file(marker))["url"] == m.url
     ds = petastream.open(m.url, storage_options=so)
     assert sorted(int(i) for i in ds.read(range(len(ds)), ["id"])["id"]) == list(range(50))
+    assert {s["compression"] for s in ds.shards} == {"zstd:1"}  # 'auto' where bytes travel
     materializer._REGISTRY.clear()
     again = materialize(df, parent, storage_options=so)
     assert again.reused and again.url == m.url

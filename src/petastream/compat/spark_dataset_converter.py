@@ -258,15 +258,6 @@ def _check_dtype(dtype: Any) -> None:
             Use 'float32' or float64")
 
 
-def _default_codec(parent_cache_dir_url: str) -> str | None:
-    """``compression_codec=None``: uncompressed on a local disk, zstd level 1 where bytes
-    travel (materialize's default: as small as level 3 on float and binary data, 2x faster)."""
-    from petastream.mds.storage import _local_path, is_remote_mount
-
-    path = _local_path(parent_cache_dir_url)
-    return None if path is not None and not is_remote_mount(path) else "zstd:1"
-
-
 def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
                     compression_codec: str | None, dtype: str | None) -> str:
     from petastream.spark import leases, materialize
@@ -275,7 +266,8 @@ def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
     keep = _keep_cache_at_exit(spark)
     result = materialize(
         df, parent_cache_dir_url, size_limit=row_group_size, dtype=dtype, keep_at_exit=keep,
-        compression=_CODECS[compression_codec.lower()] if compression_codec else _default_codec(parent_cache_dir_url),
+        # None: materialize's 'auto' (none on a local disk, zstd:1 where bytes travel)
+        compression=_CODECS[compression_codec.lower()] if compression_codec else "auto",
     )
     if result.created:
         logger.info("Materialize dataframe to url %s successfully.", result.url)
