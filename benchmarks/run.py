@@ -41,6 +41,8 @@ def main() -> None:
                    help="build the peers' environments first (.bench/envs; minutes the first time)")
     p.add_argument("--peer-repeat", type=int, default=1, help="timed epochs per peer run (best is kept)")
     p.add_argument("--peer-timeout", type=float, default=1800.0, help="seconds per peer subprocess")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="materialize: interleaved timed rounds after the warm-up (ratios: median)")
     args = p.parse_args()
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:

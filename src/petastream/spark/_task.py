@@ -69,8 +69,12 @@ class TaskWriter:
 
         from petastream.mds.index import dump_index
         from petastream.mds.writer import MDSWriter
+        from petastream.spark._zipimport import reread_zips_only_when_changed
 
         start = time.perf_counter()
+        # pyspark re-read every zip on sys.path before this task (on 3.10/3.11): let the next
+        # tasks of this worker skip what did not change
+        reread_zips_only_when_changed()
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.taskAttemptId() if ctx else 0
