@@ -69,12 +69,10 @@ class TaskWriter:
 
         from petastream.mds.index import dump_index
         from petastream.mds.writer import MDSWriter
-        from petastream.spark._zipimport import reread_zips_only_when_changed
+        from petastream.spark._python_worker import lighten_worker
 
         start = time.perf_counter()
-        # pyspark re-read every zip on sys.path before this task (on 3.10/3.11): let the next
-        # tasks of this worker skip what did not change
-        reread_zips_only_when_changed()
+        lighten_worker()  # the per-task costs pyspark adds, for this worker's next tasks
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.taskAttemptId() if ctx else 0

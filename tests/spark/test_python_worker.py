@@ -1,16 +1,51 @@
-"""Zips on sys.path are re-read only when they change, in the workers our tasks ran in
-(CPython 3.10/3.11: ``importlib.invalidate_caches()`` re-read them all before every task)."""
+"""In the workers our tasks ran in: zips on sys.path are re-read only when they change (CPython
+3.10/3.11 re-read them all before every task), and what was loaded is out of the way of the
+full collection pyspark runs after every task."""
 
 from __future__ import annotations
 
+import gc
 import importlib
+import os
 import sys
+import weakref
 import zipfile
 import zipimport
+from typing import Any
 
 import pytest
 
-from petastream.spark._zipimport import _AFFECTED, reread_zips_only_when_changed
+from petastream.spark import _python_worker
+from petastream.spark._python_worker import (
+    _AFFECTED,
+    freeze_what_is_loaded,
+    reread_zips_only_when_changed,
+)
+
+
+@pytest.fixture
+def unfrozen(monkeypatch):
+    """Leave the test process's collector as it was."""
+    monkeypatch.setattr(_python_worker, "_frozen_in", None)
+    yield
+    gc.unfreeze()
+
+
+def test_what_is_loaded_is_frozen_once_per_process(unfrozen):
+    assert freeze_what_is_loaded() is True and _python_worker._frozen_in == os.getpid()
+    frozen = gc.get_freeze_count()
+    assert frozen > 1000  # the modules, classes and functions of this process
+    assert freeze_what_is_loaded() is False and gc.get_freeze_count() == frozen
+
+    class Node:
+        other: Any = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle made after the freeze...
+    gone = weakref.ref(a)
+    del a, b
+    gc.collect()
+    assert gone() is None  # ...is collected as before
 
 
 @pytest.fixture
@@ -61,16 +96,15 @@ def test_an_unchanged_zip_is_not_reread_and_a_changed_one_is(zip_on_path, monkey
 def test_nothing_is_done_where_invalidation_is_already_lazy(zip_on_path, monkeypatch):
     import zipped_mod_a  # noqa: F401
 
-    from petastream.spark import _zipimport
-
-    monkeypatch.setattr(_zipimport, "_AFFECTED", False)  # CPython 3.12+, or 3.9
+    monkeypatch.setattr(_python_worker, "_AFFECTED", False)  # CPython 3.12+, or 3.9
     assert reread_zips_only_when_changed() == 0
     assert "invalidate_caches" not in vars(sys.path_importer_cache[str(zip_on_path)])
 
 
 def _invalidation_rereads(batches, unguard=False):
     """A task: how many zip directories ``importlib.invalidate_caches()`` re-reads in this
-    worker (after removing the guards first, with ``unguard``)."""
+    worker, and how many objects are frozen (after undoing both first, with ``unguard``)."""
+    import gc
     import importlib
     import zipimport
 
@@ -82,6 +116,9 @@ def _invalidation_rereads(batches, unguard=False):
         for finder in list(sys.path_importer_cache.values()):
             if isinstance(finder, zipimport.zipimporter) and "invalidate_caches" in vars(finder):
                 del finder.invalidate_caches
+        gc.unfreeze()
+        if "petastream.spark._python_worker" in sys.modules:
+            sys.modules["petastream.spark._python_worker"]._frozen_in = None
     reads = []
     real = zipimport._read_directory
     zipimport._read_directory = lambda path: reads.append(path) or real(path)
@@ -89,14 +126,14 @@ def _invalidation_rereads(batches, unguard=False):
         importlib.invalidate_caches()
     finally:
         zipimport._read_directory = real
-    yield pa.RecordBatch.from_pydict({"rereads": [len(reads)]})
+    yield pa.RecordBatch.from_pydict({"rereads": [len(reads)], "frozen": [gc.get_freeze_count()]})
 
 
 def _unguard_then_rereads(batches):
     return _invalidation_rereads(batches, unguard=True)
 
 
-def test_a_materialization_task_guards_the_zips_of_its_worker(zip_on_path, tmp_path):
+def test_a_materialization_task_lightens_its_worker(zip_on_path, tmp_path, unfrozen):
     import pyarrow as pa
     import zipped_mod_a  # noqa: F401
 
@@ -110,18 +147,22 @@ def test_a_materialization_task_guards_the_zips_of_its_worker(zip_on_path, tmp_p
     assert result.column("samples").to_pylist() == [2]
     guarded = "invalidate_caches" in vars(sys.path_importer_cache[str(zip_on_path)])
     assert guarded == _AFFECTED
+    assert gc.get_freeze_count() > 0
 
 
 @pytest.mark.spark
 @pytest.mark.skipif(not _AFFECTED, reason="only CPython 3.10/3.11 re-read zips on invalidation")
-def test_workers_that_ran_a_materialization_task_skip_the_rereads(spark, cache_dir):
+def test_workers_that_ran_a_materialization_task_are_lightened(spark, cache_dir):
     """8 tasks on 2 slots pass through every idle worker (Spark hands them out first in,
     first out), so the probe's tasks run where a materialization task ran."""
     from petastream.spark import materialize
 
     probe = spark.range(8, numPartitions=8)
-    before = probe.mapInArrow(_unguard_then_rereads, "rereads long").collect()
+    schema = "rereads long, frozen long"
+    before = probe.mapInArrow(_unguard_then_rereads, schema).collect()
     assert min(r.rereads for r in before) > 0  # pyspark.zip, py4j's zip, spark-core's jar
+    assert {r.frozen for r in before} == {0}
     materialize(spark.range(100, numPartitions=8), cache_dir, reuse=False)
-    after = probe.mapInArrow(_invalidation_rereads, "rereads long").collect()
+    after = probe.mapInArrow(_invalidation_rereads, schema).collect()
     assert [r.rereads for r in after] == [0] * 8
+    assert min(r.frozen for r in after) > 1000
