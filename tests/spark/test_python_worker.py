@@ -35,7 +35,8 @@ def test_what_is_loaded_is_frozen_once_per_process(unfrozen):
     assert freeze_what_is_loaded() is True and _python_worker._frozen_in == os.getpid()
     frozen = gc.get_freeze_count()
     assert frozen > 1000  # the modules, classes and functions of this process
-    assert freeze_what_is_loaded() is False and gc.get_freeze_count() == frozen
+    # not again: nothing new joins the frozen (which shrink as reference counting frees some)
+    assert freeze_what_is_loaded() is False and gc.get_freeze_count() <= frozen
 
     class Node:
         other: Any = None
@@ -143,7 +144,7 @@ def test_a_materialization_task_lightens_its_worker(zip_on_path, tmp_path, unfro
     task = TaskWriter(str(tmp_path / "out"), [ColumnPlan("id", "int64", "plain")],
                       compression=None, hashes=[], size_limit=None, fill=False,
                       storage_options=None)
-    [result] = task(iter([pa.record_batch({"id": pa.array([1, 2], pa.int64())})]))
+    [result] = task(iter([pa.RecordBatch.from_pydict({"id": pa.array([1, 2], pa.int64())})]))
     assert result.column("samples").to_pylist() == [2]
     guarded = "invalidate_caches" in vars(sys.path_importer_cache[str(zip_on_path)])
     assert guarded == _AFFECTED
