@@ -216,6 +216,45 @@ def test_databricks_conda_install_is_reported() -> None:
     assert [(i.line, i.code) for i in result.items] == [(2, "unsupported-install")]
 
 
+def test_databricks_cells_with_bare_magics_and_indentation_are_migrated() -> None:
+    """Seen in public notebooks: a bare ``!pip`` line and a cell indented as a whole (both
+    run on Databricks) made the file unparseable, and nothing of it was migrated."""
+    source = (
+        "# Databricks notebook source\n"
+        "!pip install petastorm tensorflow_similarity\n"
+        "%pip install petastorm==0.12.1\n"
+        "\n"
+        "# COMMAND ----------\n"
+        "\n"
+        "from petastorm.spark import make_spark_converter\n"
+        "\n"
+        "# COMMAND ----------\n"
+        "\n"
+        "    converter = make_spark_converter(df)\n"
+        "    from petastorm import make_reader\n"
+        "    with make_reader(url) as reader:\n"
+        "        pass\n"
+    )
+    result = migrate_databricks(source)
+    assert result.text == (
+        source.replace("from petastorm.spark import", "from petastream.compat import")
+        # make_reader stays: the notebook's installs keep petastorm beside petastream
+        .replace("!pip install petastorm tensorflow_similarity",
+                 '!pip install petastorm "petastream[spark]" tensorflow_similarity')
+        .replace("%pip install petastorm==0.12.1", '%pip install petastorm==0.12.1 "petastream[spark]"')
+    )
+    # items at the file's own lines
+    assert [(i.line, i.code, i.uses) for i in result.items] == [(12, "unsupported-import", ("13",))]
+    assert migrate_databricks(result.text).text == result.text
+
+
+def test_an_indented_databricks_cell_is_reindented_around_what_changed() -> None:
+    source = ("# Databricks notebook source\n# COMMAND ----------\n"
+              "    from petastorm.spark import make_spark_converter\n"
+              "    conv = make_spark_converter(df)  # keep me\n")
+    assert migrate_databricks(source).text == source.replace("petastorm.spark", "petastream.compat")
+
+
 def test_plain_python_is_not_a_databricks_notebook() -> None:
     assert not is_databricks_source("# MAGIC %pip install petastorm\nimport os\n")
 

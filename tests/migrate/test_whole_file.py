@@ -369,3 +369,44 @@ def test_todo_marks_manual_items_not_notes() -> None:
     )
     assert "# TODO" not in result.code
     assert [i.severity for i in result.items] == ["info", "info"]
+
+
+def test_converter_context_managers_built_by_hand_follow_the_files_they_read() -> None:
+    """Seen in public code: TorchDatasetContextManager handed a Delta table's Parquet files.
+    compat's reads only a converter's MDS files: converter.file_urls moves silently, literal
+    URLs (Parquet) stay on Petastorm, anything else moves with a note."""
+    assert_migrates(
+        """
+        from petastorm.spark.spark_dataset_converter import TorchDatasetContextManager
+        cm = TorchDatasetContextManager(converter.file_urls, 32, {}, 0, None)
+        """,
+        """
+        from petastream.compat.spark_dataset_converter import TorchDatasetContextManager
+        cm = TorchDatasetContextManager(converter.file_urls, 32, {}, 0, None)
+        """,
+        [],
+    )
+    source = """
+        from petastorm.spark.spark_dataset_converter import TFDatasetContextManager
+        ds = TFDatasetContextManager(parquet_file_url_list=["file:///data/part-0.parquet"],
+                                     batch_size=32, prefetch=None, petastorm_reader_kwargs={},
+                                     shuffling_queue_capacity=None)
+        """
+    kept = assert_migrates(source, source, ["unsupported-use"])
+    assert kept.items[0].keeps_petastorm and "reads as Parquet" in kept.items[0].message
+    noted = assert_migrates(
+        """
+        from petastorm.spark.spark_dataset_converter import TorchDatasetContextManager
+
+        def data_loader(parquet_files, batch_size, reader_kwargs):
+            return TorchDatasetContextManager(parquet_files, batch_size, reader_kwargs, 0, None)
+        """,
+        """
+        from petastream.compat.spark_dataset_converter import TorchDatasetContextManager
+
+        def data_loader(parquet_files, batch_size, reader_kwargs):
+            return TorchDatasetContextManager(parquet_files, batch_size, reader_kwargs, 0, None)
+        """,
+        ["files-unchecked"],
+    )
+    assert (noted.items[0].severity, noted.items[0].line, noted.items[0].keeps_petastorm) == ("info", 4, False)

@@ -9,7 +9,11 @@ and the cells that do not parse are reported.
 
 Databricks source notebooks (``# Databricks notebook source``, cells split by
 ``# COMMAND ----------``, other languages and magics as ``# MAGIC`` comment lines) are Python
-files already; their ``# MAGIC %pip install petastorm`` lines are rewritten as well.
+files already; their ``# MAGIC %pip install petastorm`` lines are rewritten as well. Exported
+by hand or by other tools, their cells may also hold what a Jupyter cell may: bare magics
+(``%pip install``, ``!pip install``) and leading indentation. Such a file does not parse as
+one module, so it is migrated as its cells are in a Jupyter notebook (magics masked, each cell
+dedented, all cells as one module, then re-indented), keeping the file's line numbers.
 
 ``%pip install`` is notebook-scoped (Databricks) or installs into the notebook's kernel, so a
 notebook decides for itself: while its own code still imports Petastorm, its ``pip install``
@@ -64,13 +68,20 @@ def is_databricks_source(text: str) -> bool:
     return text.lstrip("\ufeff").startswith(_DATABRICKS_HEADER)
 
 
+_COMMAND = re.compile(r"^# COMMAND -+[ \t]*$", re.M)
+
+
 def migrate_databricks(
     text: str, *, todo: bool = False, style: ImportStyle | None = None
 ) -> NotebookResult:
-    """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse."""
-    result = migrate_python(text, todo=todo, style=style)
-    lines = result.code.split("\n")
-    items = list(result.items)
+    """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse, even with
+    its bare magics masked and its cells dedented."""
+    try:
+        code, items = _migrate_databricks_python(text, todo, style)
+    except cst.ParserSyntaxError:
+        code, items = _migrate_databricks_cells(text, todo, style)
+    lines = code.split("\n")
+    items = list(items)
     keep = any(item.keeps_petastorm for item in items)
     for i, line in enumerate(lines):
         if _MAGIC_LINE.match(line):
@@ -80,6 +91,47 @@ def migrate_databricks(
             if conda is not None:
                 items.append(conda)
     return NotebookResult("\n".join(lines), sorted(items, key=lambda it: it.line))
+
+
+def _migrate_databricks_python(
+    text: str, todo: bool, style: ImportStyle | None
+) -> tuple[str, list[ManualItem]]:
+    result = migrate_python(text, todo=todo, style=style)
+    return result.code, list(result.items)
+
+
+def _migrate_databricks_cells(
+    text: str, todo: bool, style: ImportStyle | None
+) -> tuple[str, list[ManualItem]]:
+    """The file with bare magics masked and every cell dedented (line for line, so the
+    parser's line numbers are the file's), migrated as one module, then put back."""
+    masked = mask_cell(text)
+    cells = _split_commands(masked.code)
+    dedented = [dedent_cell(cell) for cell in cells]
+    result = migrate_python(_join_commands(masked.code, [d[0] for d in dedented]), todo=todo,
+                            style=style)
+    migrated = _split_commands(result.code)
+    if len(migrated) != len(cells):  # a separator went with a removed statement
+        raise RuntimeError("internal error: the migration moved a '# COMMAND' cell separator")
+    body = [reindent_cell(cell, code, new, prefix)
+            for cell, (code, prefix), new in zip(cells, dedented, migrated, strict=True)]
+    keep = any(item.keeps_petastorm for item in result.items)
+    code = unmask(_join_commands(result.code, body), rewrite_magics(masked, keep_petastorm=keep))
+    return code, list(result.items)
+
+
+def _split_commands(text: str) -> list[str]:
+    """The cells' texts between the ``# COMMAND ----------`` lines (the lines excluded)."""
+    return _COMMAND.split(text)
+
+
+def _join_commands(template: str, cells: list[str]) -> str:
+    """``cells`` joined by the separator lines of ``template``, as they are written there."""
+    separators = _COMMAND.findall(template)
+    out = [cells[0]]
+    for separator, cell in zip(separators, cells[1:], strict=True):
+        out += [separator, cell]
+    return "".join(out)
 
 
 def pip_pin_items(line: str, number: int, cell: int | None, keep: bool) -> list[ManualItem]:

@@ -22,6 +22,13 @@ for every other analysis of the file, so imports, attribute chains and patch tar
 A loader that moves but reads a reader from outside the file (a parameter, another module's
 helper) cannot be checked here: :func:`unchecked_loaders` notes each such call
 (``loader-reader-unchecked``), since a Petastorm reader handed to it fails at run time.
+
+The converter's context managers, constructed by hand (``TorchDatasetContextManager(files,
+batch_size, kwargs, 0, None)``), are a reader and a loader in one: compat's read only the MDS
+files a converter wrote. Handed ``converter.file_urls`` they move; handed literal URLs (Parquet
+files, by construction) they stay on Petastorm, reported; handed anything else they move with a
+note (``files-unchecked``, :func:`unchecked_context_managers`), as a loader handed an outside
+reader does.
 """
 
 from __future__ import annotations
@@ -37,12 +44,18 @@ from .mapping import LOADERS, READER_CONSUMERS, READERS, Resolved, Unsupported, 
 from .plan import Finding
 from .tree import Tree
 
-__all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of", "unchecked_loaders"]
+__all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of", "unchecked_loaders",
+           "unchecked_context_managers"]
 
 KEPT = "kept-with-petastorm-reader"
 _PIPELINE = READERS | READER_CONSUMERS
 # Petastorm readers that read what a converter materialized move to compat's reader.
 _PROMOTABLE = {"petastorm.make_batch_reader": "petastream.compat.make_batch_reader"}
+# The converter's context managers, by the name of the argument holding the files they read.
+_CONTEXT_MANAGERS = {
+    f"petastorm.spark.spark_dataset_converter.{name}": "parquet_file_url_list"
+    for name in ("TorchDatasetContextManager", "TFDatasetContextManager")
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,12 +114,25 @@ def _first_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
-def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
+def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode],
+                           keyword: str = "dataset_url_or_urls") -> bool:
     call = call_of(member.node, parents)
     if call is None:
         return False
-    url = _first_argument(call, "dataset_url_or_urls")
+    return _is_file_urls(_first_argument(call, keyword))
+
+
+def _is_file_urls(url: cst.BaseExpression | None) -> bool:
     return isinstance(url, cst.Attribute) and url.attr.value == "file_urls"
+
+
+def _literal_urls(url: cst.BaseExpression | None) -> bool:
+    """A string, or a list/tuple of strings, written in the call: not a converter's files."""
+    if isinstance(url, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(url, (cst.List, cst.Tuple)) and url.elements:
+        return all(_literal_urls(e.value) for e in url.elements)
+    return False
 
 
 def _fed_by_converter(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
@@ -151,6 +177,10 @@ class Policy:
 def plan_pipeline(bindings: Sequence[Binding], parents: Mapping[cst.CSTNode, cst.CSTNode]) -> Policy:
     found = list(members(bindings, _PIPELINE))
     policy = Policy()
+    for member in members(bindings, frozenset(_CONTEXT_MANAGERS)):
+        call = call_of(member.node, parents)
+        if call is not None and _literal_urls(_first_argument(call, _CONTEXT_MANAGERS[member.path])):
+            policy.blocked[member.path] = _reads_parquet(member.path)
     for path, target in _PROMOTABLE.items():
         group = [m for m in found if m.path == path]
         if group and all(_reads_converter_files(m, parents) for m in group):
@@ -186,6 +216,46 @@ def _kept(path: str, reader: str) -> Unsupported:
         "project's dependency list)"
     )
     return Unsupported(path, suggestion, KEPT, reason)
+
+
+def _reads_parquet(path: str) -> Unsupported:
+    name = path.rpartition(".")[2]
+    return Unsupported(
+        path,
+        "convert the data with make_spark_converter(spark.read.parquet(url)) and use "
+        "converter.make_torch_dataloader()/make_tf_dataset() (petastream.compat); until then "
+        "this file keeps petastorm",
+        "unsupported-use",
+        f"{name} is handed file URLs here, which it reads as Parquet; petastream.compat's "
+        f"{name} reads only the MDS files a converter wrote (converter.file_urls)",
+    )
+
+
+def unchecked_context_managers(
+    tree: Tree, bindings: Sequence[Binding], policy: Policy
+) -> list[Finding]:
+    """Notes on moving context-manager calls whose files are not ``converter.file_urls``."""
+    notes = []
+    for member in members(bindings, frozenset(_CONTEXT_MANAGERS)):
+        call = call_of(member.node, tree.parents)
+        if call is None or not isinstance(policy.resolve(member.written), Resolved):
+            continue
+        files = _first_argument(call, _CONTEXT_MANAGERS[member.path])
+        if files is None or _is_file_urls(files):
+            continue
+        name = member.path.rpartition(".")[2]
+        notes.append(
+            Finding(
+                files,
+                "files-unchecked",
+                f"{name} now comes from petastream.compat, which reads only the MDS files a "
+                "converter wrote; these files are made outside this call",
+                "make sure they are converter.file_urls; for Parquet files use "
+                "make_spark_converter(spark.read.parquet(url)), or keep Petastorm here",
+                severity="info",
+            )
+        )
+    return notes
 
 
 def unchecked_loaders(tree: Tree, bindings: Sequence[Binding], policy: Policy) -> list[Finding]:

@@ -18,7 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from .bindings import find_bindings
 from .import_order import ImportStyle, tidy_imports
 from .imports import plan_imports
-from .pipeline import plan_pipeline, unchecked_loaders
+from .pipeline import plan_pipeline, unchecked_context_managers, unchecked_loaders
 from .plan import Finding, Plan
 from .report import ManualItem
 from .strings import plan_strings
@@ -75,6 +75,7 @@ def migrate_python(
         .merge(plan_usages(code, tree, bindings, policy))
     )
     plan.findings += unchecked_loaders(tree, bindings, policy)
+    plan.findings += unchecked_context_managers(tree, bindings, policy)
     items: list[ManualItem] = []
     comments: dict[cst.CSTNode, list[str]] = {}
     if plan.findings:  # positions cost a codegen pass: only when something is reported
