@@ -110,14 +110,17 @@ def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
 
 
 def test_unparseable_file_is_an_error_and_the_others_are_still_processed(tmp_path: Path, run_cli) -> None:
-    write_tree(tmp_path, {**CLEAN_AFTER_MIGRATION, "broken.py": "from petastorm.spark import (\n"})
+    write_tree(tmp_path, {**CLEAN_AFTER_MIGRATION, "broken.py": "from petastorm.spark import (\n",
+                          "magic.py": "import petastorm\n!pip install x\n"})
     (tmp_path / "latin1.py").write_bytes("# caf\xe9\nimport petastorm\n".encode("latin-1"))
     run = run_cli("--write", ".", cwd=tmp_path)
     assert run.code == 2
     assert "error: broken.py: does not parse: line " in run.err
+    # CPython's account, at the line itself (LibCST's names the next one)
+    assert "error: magic.py: does not parse: line 2, column 1: invalid syntax" in run.err
     assert "error: latin1.py: not UTF-8 text" in run.err
     assert read(tmp_path, "train.py").startswith("from petastream.compat import")
-    assert "2 error(s)" in run.err
+    assert "3 error(s)" in run.err
 
 
 def test_json_report(tmp_path: Path, run_cli) -> None:

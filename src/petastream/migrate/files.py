@@ -120,7 +120,9 @@ def migrate_text(
         else:
             new, items = _TRANSFORMS[kind](body, options, errors)
     except cst.ParserSyntaxError as err:
-        return FileResult(display, kind, error=describe_parse_error(err))
+        # a Databricks file failed with its magics masked: LibCST's account is of that text
+        return FileResult(display, kind,
+                          error=describe_parse_error(err, body if kind == "python" else None))
     except (ValueError, RecursionError) as err:
         return FileResult(display, kind, error=str(err) or type(err).__name__)
     except Exception as err:  # noqa: BLE001 - one broken file must not stop the run

@@ -286,7 +286,7 @@ def _migrate_one_by_one(
         try:
             migrated = migrate_python(cell.code, todo=todo, style=style)
         except cst.ParserSyntaxError as err:
-            result.errors.append(f"cell {cell.index + 1}: {describe_parse_error(err)}")
+            result.errors.append(f"cell {cell.index + 1}: {describe_parse_error(err, cell.code)}")
             continue
         new[cell.index] = migrated.code
         for item in migrated.items:

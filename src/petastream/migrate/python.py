@@ -7,6 +7,7 @@ single pass, so comments and formatting outside the rewritten nodes are untouche
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,18 @@ def might_need_migration(code: str) -> bool:
     return any(marker in code for marker in _MARKERS)
 
 
-def describe_parse_error(err: cst.ParserSyntaxError) -> str:
-    """``does not parse: line L, column C: <what the parser expected>``."""
+def describe_parse_error(err: cst.ParserSyntaxError, code: str | None = None) -> str:
+    """``does not parse: line L, column C: <why>``: CPython's own account when it rejects
+    ``code`` too (LibCST reports a bare ``!cmd`` line at the line after it, and lists the
+    tokens it expected rather than a reason), else LibCST's."""
+    if code is not None:
+        try:
+            compile(code, "<file>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as e:
+            if e.lineno:
+                return f"does not parse: line {e.lineno}, column {e.offset or 1}: {e.msg}"
+        except (ValueError, RecursionError, MemoryError):  # NUL bytes, absurd nesting
+            pass
     message = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", err.message)
     return f"does not parse: line {err.raw_line}, column {err.raw_column}: {message}"
 

@@ -46,7 +46,9 @@ def plan_strings(
                     "conf-key-bug",
                     f"the string '{_CONF_CONSTANT_NAME}' is the constant's name, not the conf "
                     "key, so the cache directory is never configured",
-                    "use SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF without quotes",
+                    "use SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF without quotes "
+                    "(from petastream.compat import SparkDatasetConverter), or its value "
+                    "'petastorm.spark.converter.parentCacheDirUrl'",
                 )
             )
     return plan
