@@ -77,11 +77,11 @@ def migrate_databricks(
     """Raises ``libcst.ParserSyntaxError`` when the Python in it does not parse, even with
     its bare magics masked and its cells dedented."""
     try:
-        code, items = _migrate_databricks_python(text, todo, style)
+        result = migrate_python(text, todo=todo, style=style)
+        code, items = result.code, list(result.items)
     except cst.ParserSyntaxError:
         code, items = _migrate_databricks_cells(text, todo, style)
     lines = code.split("\n")
-    items = list(items)
     keep = any(item.keeps_petastorm for item in items)
     for i, line in enumerate(lines):
         if _MAGIC_LINE.match(line):
@@ -91,13 +91,6 @@ def migrate_databricks(
             if conda is not None:
                 items.append(conda)
     return NotebookResult("\n".join(lines), sorted(items, key=lambda it: it.line))
-
-
-def _migrate_databricks_python(
-    text: str, todo: bool, style: ImportStyle | None
-) -> tuple[str, list[ManualItem]]:
-    result = migrate_python(text, todo=todo, style=style)
-    return result.code, list(result.items)
 
 
 def _migrate_databricks_cells(

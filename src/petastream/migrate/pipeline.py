@@ -114,12 +114,11 @@ def _first_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
-def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode],
-                           keyword: str = "dataset_url_or_urls") -> bool:
+def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     call = call_of(member.node, parents)
     if call is None:
         return False
-    return _is_file_urls(_first_argument(call, keyword))
+    return _is_file_urls(_first_argument(call, "dataset_url_or_urls"))
 
 
 def _is_file_urls(url: cst.BaseExpression | None) -> bool:
