@@ -190,6 +190,11 @@ class MDSDataset:
     def columns(self) -> dict[str, str]:
         return self.layout.columns if self.layout else {}
 
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes of every shard's raw (uncompressed) file: what the rows take as read."""
+        return sum(self.sources.raw_bytes(i) for i in range(self.num_shards))
+
     def __repr__(self) -> str:
         return f"MDSDataset({self.url!r}, samples={len(self)}, shards={self.num_shards}, columns={self.columns})"
 

@@ -1,0 +1,120 @@
+"""``Source``: what a loader reads, whatever the format.
+
+Every loader (:mod:`petastream.pipeline`, and the torch, TensorFlow and compat adapters over
+it) reads a :class:`Source`. The planner sees only its shard sizes; the decode stage asks it for
+rows in bulk and tells it, ahead of time, which shards the coming reads need; the loader asks it
+for its cache facts to fit the shuffle window to a bounded cache. So a format plugs in by
+implementing this protocol, with no change to the pipeline:
+
+* :class:`petastream.mds.dataset.MDSDataset`: an MDS dataset (a shard is a shard file);
+* a Parquet store (a shard is a row group, or a slice of one);
+* :class:`ArrowSource`-style in-memory tables (tests, small data).
+
+A *shard* is the unit a source stores, fetches and caches. Its rows have global ids
+``shard_offsets[s] .. shard_offsets[s + 1] - 1``. Column types are named with MDS encoding
+names (``"int64"``, ``"float32"``, ``"str"``, ``"bytes"``, ``"ndarray:float32:16"``,
+``"ndarray:int32"`` for variable-length arrays, ...): the one type vocabulary every adapter
+plans from (TensorFlow specs, torch conversion); ``logical_dtypes`` names the columns read back
+as another numpy dtype than they are stored in (Spark booleans stored as uint8 read as bool).
+
+Reads return ``{column: numpy array | petastream.mds.ndarray.Ragged}``: fixed-size values as
+arrays of shape ``(rows, *value_shape)``, str/bytes/decimal values as object arrays,
+variable-length arrays as ``Ragged``.
+
+A source crosses into worker processes: it must pickle (reopening what it holds open), and
+:meth:`Source.reopener` gives what reopens it in another process of this node with the same
+cache settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Source", "is_source"]
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Rows in shards, read in bulk; see the module doc."""
+
+    #: Where it comes from, for messages (a URL, or a description).
+    url: str
+    #: Samples per shard (int64): the blocks the planner orders.
+    shard_sizes: np.ndarray
+    #: Cumulative ``shard_sizes``, length ``num_shards + 1``.
+    shard_offsets: np.ndarray
+    #: Bytes a shard takes once fetched and decoded-ready, bounded by ``cache_limit``; None: no limit.
+    cache_limit: int | None
+
+    def __len__(self) -> int: ...
+
+    @property
+    def num_shards(self) -> int: ...
+
+    @property
+    def columns(self) -> Mapping[str, str]:
+        """``{column: MDS encoding name}``, in the source's column order."""
+        ...
+
+    @property
+    def logical_dtypes(self) -> Mapping[str, str]:
+        """Columns read back as another numpy dtype than stored (``{"flag": "bool"}``)."""
+        ...
+
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes all rows take as read (uncompressed): sizes bulk reads by row size."""
+        ...
+
+    @property
+    def reads_in_place(self) -> bool:
+        """Whether nothing needs fetching or decompressing before a read (read-ahead idle)."""
+        ...
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """Rows with global ``ids`` (any order, repeats allowed), as columns in that order."""
+        ...
+
+    def read_shard(self, shard: int, ids: np.ndarray | None = None,
+                   columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """Rows ``ids`` (local to ``shard``; None: all) of one shard, in that order."""
+        ...
+
+    def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """One block of ``n`` rows from several shards: each group (``shard``, ``local_ids``,
+        ``positions``: a :class:`petastream.stream.grouping.ShardGroup`; together the positions
+        cover ``0..n-1`` once) read in the order given, its row ``j`` landing at ``positions[j]``."""
+        ...
+
+    # -- cache hooks ------------------------------------------------------------------------
+    def prefetch(self, shards: Sequence[int]) -> None:
+        """The shards the coming reads need, in plan order (the whole window each time: shards
+        no longer named are no longer needed soon). Non-blocking; a no-op where nothing is fetched."""
+        ...
+
+    def is_loaded(self, shard: int) -> bool:
+        """Whether reading ``shard`` now will not wait for a fetch."""
+        ...
+
+    def cached_shard_bytes(self) -> np.ndarray:
+        """Bytes each shard takes in the cache that ``cache_limit`` bounds (0: read in place)."""
+        ...
+
+    def close(self) -> None:
+        """End of a pass: release what is held open (maps, descriptors, queued read-ahead).
+        Reading again reopens what it needs."""
+        ...
+
+    def reopener(self) -> Callable[[], Source]:
+        """What reopens this source in another process of this node (worker processes), with
+        this process's cache directory and limit."""
+        ...
+
+
+def is_source(value: Any) -> bool:
+    """Whether ``value`` is a :class:`Source` (structurally: it has the protocol's members)."""
+    return isinstance(value, Source)
