@@ -23,8 +23,9 @@ Guarantees, for ``N`` samples, ``GBS = batch_size * world_size``:
   continues with exactly the unseen samples, also after changing world size, batch size or
   worker count (see :mod:`petastream.stream.planner`).
 
-Argument errors are ``ValueError`` / ``TypeError`` (they do not derive from PetastreamError
-yet); out-of-range batch or window indices are ``IndexError``.
+Argument errors are :class:`~petastream.errors.InvalidArgumentError` (a ``ValueError``) /
+:class:`~petastream.errors.InvalidArgumentTypeError` (a ``TypeError``); out-of-range batch or
+window indices are :class:`~petastream.errors.OutOfRangeError` (an ``IndexError``).
 """
 
 from petastream.stream.budget import CacheFit, fit_to_cache

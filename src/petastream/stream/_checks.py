@@ -1,51 +1,22 @@
-"""Argument checks shared by the stream modules.
-
-Every message names the argument, shows the value and says what to pass instead. Argument
-errors are plain ``ValueError`` / ``TypeError`` for now (see the package docstring).
-"""
+"""The stream modules' own argument checks (rank in world, worker in pool, shard sizes), built
+on :mod:`petastream.checks`, which has the general ones."""
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 
 import numpy as np
 
+from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def as_int(name: str, value: object) -> int:
-    """``value`` as a Python int (numpy integers accepted; bools and floats refused)."""
-    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
-        raise InvalidArgumentTypeError(
-            f"{name} must be an integer, got {value!r} ({type(value).__name__}); "
-            f"pass a whole number such as {name}=1"
-        )
-    return operator.index(value)  # type: ignore[call-overload]
-
-
-def positive(name: str, value: object, what: str) -> int:
-    """An int >= 1; ``what`` says what the argument means, for the message."""
-    n = as_int(name, value)
-    if n < 1:
-        raise InvalidArgumentError(f"{name} must be >= 1 ({what}), got {n}; pass {name}=1 or more")
-    return n
-
-
-def non_negative(name: str, value: object, what: str) -> int:
-    """An int >= 0; ``what`` says what the argument means, for the message."""
-    n = as_int(name, value)
-    if n < 0:
-        raise InvalidArgumentError(f"{name} must be >= 0 ({what}), got {n}; pass {name}=0 or more")
-    return n
-
-
 def rank_in_world(rank: object, world_size: object) -> tuple[int, int]:
     """Validated ``(rank, world_size)``."""
-    ws = positive("world_size", world_size, "the number of ranks / processes")
-    r = non_negative("rank", rank, "this process's index among world_size ranks")
+    ws = positive_int("world_size", world_size, "the number of ranks / processes")
+    r = nonnegative_int("rank", rank, "this process's index among world_size ranks")
     if r >= ws:
         raise InvalidArgumentError(
             f"rank must be < world_size, got rank={r} with world_size={ws}; "
@@ -56,8 +27,8 @@ def rank_in_world(rank: object, world_size: object) -> tuple[int, int]:
 
 def worker_in_pool(worker_id: object, num_workers: object) -> tuple[int, int]:
     """Validated ``(worker_id, num_workers)``."""
-    nw = positive("num_workers", num_workers, "loader workers of this rank; 1 without workers")
-    w = non_negative("worker_id", worker_id, "this worker's index among num_workers")
+    nw = positive_int("num_workers", num_workers, "loader workers of this rank; 1 without workers")
+    w = nonnegative_int("worker_id", worker_id, "this worker's index among num_workers")
     if w >= nw:
         raise InvalidArgumentError(
             f"worker_id must be < num_workers, got worker_id={w} with num_workers={nw}; "

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from petastream.checks import positive_int
 from petastream.errors import InvalidArgumentError
-from petastream.stream._checks import positive, shard_sizes_array
+from petastream.stream._checks import shard_sizes_array
 from petastream.stream.order import DEFAULT_WINDOW
 
 __all__ = ["CacheFit", "MIN_SHARDS", "fit_to_cache", "reach", "span_bytes"]
@@ -105,7 +106,7 @@ def fit_to_cache(
     for shards read in place). Raises :class:`InvalidArgumentError` below :data:`MIN_SHARDS`."""
     sizes = shard_sizes_array(shard_sizes)
     nbytes = np.asarray(shard_bytes, dtype=np.int64)
-    limit = positive("cache_limit", cache_limit, "bytes of shard cache")
+    limit = positive_int("cache_limit", cache_limit, "bytes of shard cache")
     cached = nbytes[sizes > 0]
     if not cached.size or int(cached.sum()) <= limit:
         return None

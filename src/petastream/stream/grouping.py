@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from petastream.errors import InvalidArgumentError
+
 __all__ = ["ShardGroup", "group_by_shard", "shard_offsets"]
 
 
@@ -54,12 +56,12 @@ def group_by_shard(ids: np.ndarray, shard_offsets: np.ndarray,
     ids = np.asarray(ids)
     off = np.asarray(shard_offsets)
     if off.ndim != 1 or off.size < 1 or off.dtype.kind not in "iu":
-        raise ValueError(
+        raise InvalidArgumentError(
             f"shard_offsets must be a 1-D integer array of length num_shards + 1, got "
             f"shape {off.shape} dtype {off.dtype}; build it with shard_offsets(shard_sizes)"
         )
     if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"ids must be a 1-D integer array, got shape {ids.shape} dtype {ids.dtype}"
         )
     if ids.size == 0:
@@ -67,7 +69,7 @@ def group_by_shard(ids: np.ndarray, shard_offsets: np.ndarray,
     ids = ids.astype(np.int64, copy=False)
     lo, hi = int(ids.min()), int(ids.max())
     if lo < off[0] or hi >= off[-1]:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"sample id {lo if lo < off[0] else hi} is outside the dataset [{int(off[0])}, "
             f"{int(off[-1])}); pass the shard_offsets of the dataset these ids were planned for"
         )

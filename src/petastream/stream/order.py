@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from petastream.stream._checks import non_negative, positive, shard_sizes_array
+from petastream.checks import nonnegative_int, positive_int
+from petastream.errors import OutOfRangeError
+from petastream.stream._checks import shard_sizes_array
 from petastream.stream._feistel import FeistelKeys, permute, window_salt
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "DEFAULT_WINDOW", "EpochOrder"]
@@ -65,10 +67,10 @@ class EpochOrder:
     ) -> None:
         self.shard_sizes = shard_sizes_array(shard_sizes)
         self.shuffle = bool(shuffle)
-        self.seed = non_negative("seed", seed, "the shuffle seed")
-        self.epoch = non_negative("epoch", epoch, "the epoch number")
-        self.block_size = positive("block_size", block_size, "samples per shuffle block")
-        self.window = positive("window", window, "samples per shuffle window")
+        self.seed = nonnegative_int("seed", seed, "the shuffle seed")
+        self.epoch = nonnegative_int("epoch", epoch, "the epoch number")
+        self.block_size = positive_int("block_size", block_size, "samples per shuffle block")
+        self.window = positive_int("window", window, "samples per shuffle window")
         self.num_samples = int(self.shard_sizes.sum())
         self._tables: tuple[np.ndarray, np.ndarray] | None = None
         self._keys: FeistelKeys | None = None
@@ -103,7 +105,7 @@ class EpochOrder:
         lo = k * self.window
         hi = min(lo + self.window, self.num_samples)
         if not 0 <= lo < hi:
-            raise IndexError(f"window {k} is out of range; this epoch has {self.num_windows}")
+            raise OutOfRangeError(f"window {k} is out of range; this epoch has {self.num_windows}")
         return self.take(np.arange(lo, hi, dtype=np.int64))
 
     def take(self, positions: np.ndarray) -> np.ndarray:
@@ -116,7 +118,7 @@ class EpochOrder:
         ids being ascending runs already."""
         positions = np.asarray(positions, dtype=np.int64)
         if positions.size and not (0 <= positions.min() and positions.max() < self.num_samples):
-            raise IndexError(
+            raise OutOfRangeError(
                 f"positions must lie in [0, {self.num_samples}), got "
                 f"[{int(positions.min())}, {int(positions.max())}]"
             )
@@ -134,7 +136,7 @@ class EpochOrder:
         lo = k * self.window
         hi = min(lo + self.window, self.num_samples)
         if not 0 <= lo < hi:
-            raise IndexError(f"window {k} is out of range; this epoch has {self.num_windows}")
+            raise OutOfRangeError(f"window {k} is out of range; this epoch has {self.num_windows}")
         if not self.shuffle:
             offsets = np.concatenate([[0], np.cumsum(self.shard_sizes)])
             first = np.array([lo, hi - 1], dtype=np.int64)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from petastream.stream._checks import as_int
+from petastream.checks import as_int, int_at_least
+from petastream.errors import InvalidArgumentError
 
 __all__ = ["count_batches", "petastorm_shard_to_rank", "rank_positions", "global_positions"]
 
@@ -96,16 +97,14 @@ def petastorm_shard_to_rank(cur_shard: int | None, shard_count: int | None) -> t
     if cur_shard is None and shard_count is None:
         return 0, 1
     if cur_shard is None or shard_count is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"cur_shard and shard_count go together, got cur_shard={cur_shard!r} and "
             f"shard_count={shard_count!r}; pass both (e.g. hvd.rank(), hvd.size()) or neither"
         )
-    count = as_int("shard_count", shard_count)
+    count = int_at_least("shard_count", shard_count, 1, fix="pass the number of shards")
     cur = as_int("cur_shard", cur_shard)
-    if count < 1:
-        raise ValueError(f"shard_count must be >= 1, got {count}; pass the number of shards")
     if not 0 <= cur < count:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"cur_shard must be in [0, shard_count), got cur_shard={cur} with "
             f"shard_count={count}; shards are numbered 0..{count - 1}"
         )

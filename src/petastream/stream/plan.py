@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from petastream.stream._checks import as_int, positive, rank_in_world, worker_in_pool
+from petastream.checks import as_int, positive_int
+from petastream.errors import InvalidArgumentError, OutOfRangeError
+from petastream.stream._checks import rank_in_world, worker_in_pool
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 from petastream.stream.order import EpochOrder
 from petastream.stream.partition import count_batches, global_positions, rank_positions
@@ -85,12 +87,12 @@ class EpochPlan:
         start: int = 0,
     ) -> None:
         self.order = order
-        self.batch_size = positive("batch_size", batch_size, "samples per rank per batch")
+        self.batch_size = positive_int("batch_size", batch_size, "samples per rank per batch")
         self.rank, self.world_size = rank_in_world(rank, world_size)
         self.drop_last = bool(drop_last)
         self.start = as_int("start", start)
         if not 0 <= self.start <= order.num_samples:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"start must be in [0, {order.num_samples}] (a position of G), got {self.start}"
             )
         self.num_batches = count_batches(
@@ -158,11 +160,11 @@ class EpochPlan:
         limit = (
             self.order.window
             if max_samples is None
-            else positive("max_samples", max_samples, "the most sample ids per chunk")
+            else positive_int("max_samples", max_samples, "the most sample ids per chunk")
         )
         per_chunk = max(1, limit // self.batch_size)
         first = per_chunk if first_samples is None else min(per_chunk, max(
-            1, positive("first_samples", first_samples, "sample ids in the first chunk") // self.batch_size))
+            1, positive_int("first_samples", first_samples, "sample ids in the first chunk") // self.batch_size))
         return self._chunks(w, nw, per_chunk, first)
 
     def chunk_of(self, batches: np.ndarray) -> Chunk:
@@ -193,7 +195,7 @@ class EpochPlan:
     def _batch_index(self, t: int) -> int:
         t = as_int("t", t)
         if not 0 <= t < self.num_batches:
-            raise IndexError(
+            raise OutOfRangeError(
                 f"batch {t} is out of range; this pass has {self.num_batches} batches per rank"
             )
         return t

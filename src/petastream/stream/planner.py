@@ -37,7 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from petastream.stream._checks import as_int, non_negative, positive, rank_in_world
+from petastream.checks import as_int, nonnegative_int, positive_int
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.stream._checks import rank_in_world
 from petastream.stream.grouping import shard_offsets
 from petastream.stream.order import DEFAULT_BLOCK_SIZE, DEFAULT_WINDOW, EpochOrder
 from petastream.stream.partition import count_batches
@@ -77,7 +79,7 @@ class StreamPlanner:
             shard_sizes, shuffle=shuffle, seed=seed, epoch=epoch,
             block_size=block_size, window=window,
         )  # fmt: skip
-        self.batch_size = positive("batch_size", batch_size, "samples per rank per batch")
+        self.batch_size = positive_int("batch_size", batch_size, "samples per rank per batch")
         self.rank, self.world_size = rank_in_world(rank, world_size)
         self.drop_last = bool(drop_last)
         self._consumed = 0
@@ -153,13 +155,13 @@ class StreamPlanner:
     # -- moving -------------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
         """Go to ``epoch``: from its start, or, if it is the current epoch, where it stands."""
-        epoch = non_negative("epoch", epoch, "the epoch number")
+        epoch = nonnegative_int("epoch", epoch, "the epoch number")
         if epoch != self.epoch:
             self._goto(epoch, 0)
 
     def start_epoch(self, epoch: int) -> None:
         """Go to the start of ``epoch``, also when it is the current one."""
-        self._goto(non_negative("epoch", epoch, "the epoch number"), 0)
+        self._goto(nonnegative_int("epoch", epoch, "the epoch number"), 0)
 
     def plan(self) -> EpochPlan:
         """A snapshot of the rest of the current epoch for this rank (no side effect)."""
@@ -184,10 +186,10 @@ class StreamPlanner:
 
     def advance(self, n_batches: int = 1) -> None:
         """Record that ``n_batches`` more batches of this rank were delivered (all ranks in step)."""
-        n = non_negative("n_batches", n_batches, "batches delivered since the last call")
+        n = nonnegative_int("n_batches", n_batches, "batches delivered since the last call")
         left = self.num_batches
         if n > left:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"advance(n_batches={n}) is past the end of epoch {self.epoch}: only {left} "
                 "batches are left; count only the batches the loader has yielded"
             )
@@ -209,11 +211,12 @@ class StreamPlanner:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict` output (possibly saved with another world size,
-        batch size or worker count). Raises ``ValueError`` if it describes another order."""
+        batch size or worker count). Raises :class:`~petastream.errors.InvalidArgumentError` (a
+        ``ValueError``) if it describes another order."""
         if not isinstance(state, Mapping):
-            raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+            raise InvalidArgumentTypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
         if state.get("format") != STATE_FORMAT or state.get("version") != STATE_VERSION:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"state has format={state.get('format')!r} version={state.get('version')!r}; "
                 f"this planner reads format={STATE_FORMAT!r} version={STATE_VERSION}: pass a "
                 "dict returned by StreamPlanner.state_dict()"
@@ -223,18 +226,18 @@ class StreamPlanner:
         adopted = {}
         for key in keys:
             if self.adopt_order and key in _ADOPTABLE and state.get(key) != mine[key]:
-                adopted[key] = positive(f"state[{key!r}]", state.get(key), "a shuffle parameter")
+                adopted[key] = positive_int(f"state[{key!r}]", state.get(key), "a shuffle parameter")
                 continue
             if state.get(key) != mine[key]:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"state was saved with {key}={state.get(key)!r} but this planner has "
                     f"{key}={mine[key]!r}; resuming would give a different sample order. "
                     f"Build the planner with the same dataset and {key}, or start afresh"
                 )
-        epoch = non_negative("state['epoch']", state.get("epoch"), "the epoch number")
+        epoch = nonnegative_int("state['epoch']", state.get("epoch"), "the epoch number")
         consumed = as_int("state['samples_consumed']", state.get("samples_consumed"))
         if not 0 <= consumed <= self.num_samples:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"state['samples_consumed'] is {consumed}, outside [0, {self.num_samples}]; "
                 "the state is corrupt or from another dataset"
             )
