@@ -64,3 +64,51 @@ def test_pipeline_errors_nest():
     assert issubclass(errors.SupersededError, errors.StateError)
     assert issubclass(errors.SupersededError, RuntimeError)
     assert issubclass(errors.ArenaError, OSError) and issubclass(errors.WorkerDiedError, RuntimeError)
+
+
+# -- raises that used to be bare builtins: ours now, with the same builtin ----------------------
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    import numpy as np
+
+    from petastream.mds.dataset import MDSDataset
+    from petastream.mds.writer import write_mds
+
+    out = str(tmp_path_factory.mktemp("ds"))
+    write_mds({"id": np.arange(10, dtype=np.int64), "s": [str(i) for i in range(10)]}, out,
+              columns={"id": "int64", "s": "str"})
+    return MDSDataset(out)
+
+
+def test_dataset_raises_are_petastream_errors(dataset):
+    import numpy as np
+
+    with pytest.raises(errors.OutOfRangeError, match="sample 10 out of range for a dataset of 10"):
+        dataset[10]
+    with pytest.raises(IndexError):
+        dataset.read(np.array([3, 99]))
+    with pytest.raises(errors.OutOfRangeError, match=r"shard 5 out of range \(1 shards\)"):
+        dataset.shard(5)
+    with pytest.raises(errors.UnknownColumnError, match=r"^no column 'nope'; columns are \['id', 's'\]$"):
+        dataset.read(np.array([1]), columns=["nope"])
+    assert list(dataset) == [dataset[i] for i in range(10)]  # old-style iteration still ends
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"prefetch_depth": -1}, errors.InvalidArgumentError, r"prefetch_depth must be >= 0 \(shards loaded ahead"),
+    ({"prefetch_workers": 0}, errors.InvalidArgumentError, r"prefetch_workers must be >= 1"),
+    ({"prefetch_workers": True}, errors.InvalidArgumentTypeError, r"prefetch_workers must be an integer, got True"),
+])
+def test_dataset_arguments(dataset, kwargs, error, match):
+    from petastream.mds.dataset import MDSDataset
+
+    with pytest.raises(error, match=match):
+        MDSDataset(dataset.url, **kwargs)
+
+
+def test_dataset_takes_numpy_integers(dataset):
+    import numpy as np
+
+    from petastream.mds.dataset import MDSDataset
+
+    assert len(MDSDataset(dataset.url, prefetch_depth=np.int64(2), prefetch_workers=np.int32(1))) == 10

@@ -232,9 +232,10 @@ def test_min_compression_saving_zero_compresses_every_shard_as_mosaic(tmp_path):
 
 @pytest.mark.parametrize("value", [-0.1, 1.0, "10%", True, None])
 def test_min_compression_saving_must_be_a_fraction(tmp_path, value):
-    from petastream.errors import InvalidArgumentError
+    from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-    with pytest.raises(InvalidArgumentError, match="min_compression_saving must be a fraction"):
+    error = InvalidArgumentError if isinstance(value, float) else InvalidArgumentTypeError
+    with pytest.raises(error, match="min_compression_saving must be a fraction"):
         MDSWriter(columns={"b": "bytes"}, out=str(tmp_path), compression="zstd", min_compression_saving=value)
 
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError, FormatError, InvalidArgumentError
+from petastream.checks import nonnegative_int, positive_int
+from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
 from petastream.mds.cache import ShardCache, default_cache_root
 from petastream.mds.index import parse_index
 from petastream.mds.layout import ColumnLayout
@@ -89,9 +90,8 @@ class MDSDataset:
             "validate_hash": validate_hash, "read_in_place": read_in_place,
             "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
             "allow_unsafe_types": allow_unsafe_types, "storage_options": storage_options})
-        for name, value in (("prefetch_depth", prefetch_depth), ("prefetch_workers", prefetch_workers)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < (name == "prefetch_workers"):
-                raise InvalidArgumentError(f"{name} must be an int >= {int(name == 'prefetch_workers')}, got {value!r}")
+        prefetch_depth = nonnegative_int("prefetch_depth", prefetch_depth, "shards loaded ahead; 0: none")
+        prefetch_workers = positive_int("prefetch_workers", prefetch_workers, "shard loads at once")
         self.url = url.rstrip("/") + (f"/{split}" if split else "")
         self.location: Location = resolve(self.url, storage_options)
         try:
@@ -204,7 +204,7 @@ class MDSDataset:
         if index < 0:
             index += n
         if not 0 <= index < n:
-            raise IndexError(f"sample {index} out of range for a dataset of {n} samples")
+            raise OutOfRangeError(f"sample {index} out of range for a dataset of {n} samples")
         shard = int(np.searchsorted(self.shard_offsets, index, side="right")) - 1
         return shard, index - int(self.shard_offsets[shard])
 
@@ -230,7 +230,7 @@ class MDSDataset:
 
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
-            raise IndexError(f"sample ids out of range for a dataset of {len(self)} samples")
+            raise OutOfRangeError(f"sample ids out of range for a dataset of {len(self)} samples")
         if not len(ids):
             return self.read_shard(0, ids, columns) if self.shards else {}
         groups = group_by_shard(ids, self.shard_offsets)
@@ -255,7 +255,7 @@ class MDSDataset:
             wanted = list(self.layout.names) if columns is None else list(columns)
             for c in wanted:
                 if c not in self.layout.names:
-                    raise KeyError(f"no column {c!r}; columns are {list(self.layout.names)}")
+                    raise UnknownColumnError(f"no column {c!r}; columns are {list(self.layout.names)}")
             dtype = self.layout.fixed_dtype()
             rows = np.empty(n, dtype=np.dtype((np.void, dtype.itemsize)))
             for g in groups:
@@ -275,7 +275,7 @@ class MDSDataset:
         wanted = [int(s) for s in shards]
         bad = [s for s in wanted if not 0 <= s < n]
         if bad:
-            raise IndexError(f"shards {bad[:5]} out of range ({n} shards)")
+            raise OutOfRangeError(f"shards {bad[:5]} out of range ({n} shards)")
         self._open.prefetch(wanted)
 
     def close(self) -> None:
@@ -289,7 +289,7 @@ class MDSDataset:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
         it now: fetched into the cache, checked, decompressed, if needed)."""
         if not 0 <= i < len(self.shards):
-            raise IndexError(f"shard {i} out of range ({len(self.shards)} shards)")
+            raise OutOfRangeError(f"shard {i} out of range ({len(self.shards)} shards)")
         return self._open.get(i)
 
     def is_loaded(self, i: int) -> bool:

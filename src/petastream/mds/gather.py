@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
+
 __all__ = ["gather_rows", "gather_ranges", "gather_ranges_arrow", "gather_ranges_views"]
 
 #: Below this many bytes the per-byte index is cheaper than setting up an Arrow take.
@@ -44,7 +46,7 @@ def gather_rows(data: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
     starts = np.asarray(starts, dtype=np.int64)
     n = len(starts)
     if n and (starts.min() < 0 or int(starts.max()) + size > len(data)):
-        raise IndexError(f"a row of {size} bytes falls outside the buffer of {len(data)} bytes")
+        raise OutOfRangeError(f"a row of {size} bytes falls outside the buffer of {len(data)} bytes")
     return _rows(data, starts, size)
 
 
@@ -62,9 +64,9 @@ def _rows(data: np.ndarray, starts: np.ndarray, size: int) -> np.ndarray:
 
 def _check_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> None:
     if len(starts) != len(lengths):
-        raise ValueError(f"{len(starts)} starts but {len(lengths)} lengths")
+        raise InvalidArgumentError(f"{len(starts)} starts but {len(lengths)} lengths")
     if len(starts) and (starts.min() < 0 or lengths.min() < 0 or int((starts + lengths).max()) > len(data)):
-        raise IndexError(f"a byte range falls outside the buffer of {len(data)} bytes")
+        raise OutOfRangeError(f"a byte range falls outside the buffer of {len(data)} bytes")
 
 
 def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -204,7 +206,7 @@ def _views_supported() -> bool:
 def _as_bytes(data: np.ndarray) -> np.ndarray:
     data = np.asarray(data)
     if data.dtype != np.uint8 or data.ndim != 1:
-        raise TypeError(f"gathers read a 1-D uint8 buffer, got {data.dtype} with shape {data.shape}")
+        raise InvalidArgumentTypeError(f"gathers read a 1-D uint8 buffer, got {data.dtype} with shape {data.shape}")
     return np.ascontiguousarray(data)
 
 

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
+from petastream.errors import StateError
+
 __all__ = ["OpenShards"]
 
 log = logging.getLogger("petastream.mds")
@@ -163,7 +165,7 @@ class OpenShards:
     def _call(ref: Callable[[], Callable[..., Any] | None], *args: Any) -> Any:
         fn = ref()
         if fn is None:
-            raise ReferenceError("the dataset these shards belong to is gone")
+            raise StateError("the dataset these shards belong to is gone")
         return fn(*args)
 
     def _pump(self) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError, EncodingError
+from petastream.errors import CorruptShardError, EncodingError, OutOfRangeError, UnknownColumnError
 from petastream.mds.encodings import ranges_as_ragged
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
@@ -100,7 +100,7 @@ class ShardData:
     # -- per sample --------------------------------------------------------------------------
     def sample_bytes(self, i: int) -> memoryview:
         if not 0 <= i < self.num_samples:
-            raise IndexError(f"sample {i} out of range for shard {self.name} with {self.num_samples} samples")
+            raise OutOfRangeError(f"sample {i} out of range for shard {self.name} with {self.num_samples} samples")
         return memoryview(self.u8[self.offsets[i] : self.offsets[i + 1]])
 
     def get_item(self, i: int) -> dict[str, Any]:
@@ -138,12 +138,12 @@ class ShardData:
         wanted = list(layout.names) if columns is None else list(columns)
         for c in wanted:
             if c not in layout.names:
-                raise KeyError(f"no column {c!r}; columns are {list(layout.names)}")
+                raise UnknownColumnError(f"no column {c!r}; columns are {list(layout.names)}")
         n_all = self.num_samples
         if ids is not None:
             ids = np.asarray(ids, dtype=np.int64)
             if len(ids) and (ids.min() < 0 or ids.max() >= n_all):
-                raise IndexError(f"sample ids out of range for shard {self.name} with {n_all} samples")
+                raise OutOfRangeError(f"sample ids out of range for shard {self.name} with {n_all} samples")
         if layout.all_fixed:
             return self._read_fixed(ids, wanted)
         return self._read_mixed(ids, wanted, strings == "ragged")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import FormatError
+from petastream.errors import FormatError, InvalidArgumentError
 
 __all__ = ["SIDECAR", "dump_sidecar", "parse_sidecar", "logical_dtypes", "apply_logical"]
 
@@ -35,7 +35,7 @@ def dump_sidecar(columns: Mapping[str, Mapping[str, str]]) -> bytes:
     for name, info in columns.items():
         dtype = info.get("dtype")
         if dtype is not None and dtype not in _VIEWS:
-            raise ValueError(f"column {name!r}: logical dtype {dtype!r} is not one of {sorted(_VIEWS)}")
+            raise InvalidArgumentError(f"column {name!r}: logical dtype {dtype!r} is not one of {sorted(_VIEWS)}")
     doc = {"format": _FORMAT, "version": _VERSION, "columns": {k: dict(v) for k, v in columns.items()}}
     return json.dumps(doc, sort_keys=True).encode()
 

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import DatasetExistsError, EncodingError, FormatError, InvalidArgumentError
+from petastream.checks import fraction
+from petastream.errors import (
+    DatasetExistsError,
+    EncodingError,
+    FormatError,
+    InvalidArgumentTypeError,
+)
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
@@ -70,7 +76,7 @@ class MDSWriter:
     ):
         unknown = set(kwargs) - _MOSAIC_KWARGS
         if unknown:
-            raise TypeError(f"MDSWriter got unexpected keyword argument(s) {sorted(unknown)}")
+            raise InvalidArgumentTypeError(f"MDSWriter got unexpected keyword argument(s) {sorted(unknown)}")
         if isinstance(out, tuple):  # Mosaic's (local, remote): the remote is the destination
             out = out[1] or out[0]
         self.layout = ColumnLayout.from_columns(columns)
@@ -271,11 +277,8 @@ _SAMPLE_PIECES, _SAMPLE_PIECE_BYTES = 4, 1 << 16  # what min_compression_saving 
 
 def check_compression_saving(value: Any) -> float:
     """``min_compression_saving`` as a float, or an error naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise InvalidArgumentError(
-            f"min_compression_saving must be a fraction in [0, 1) (e.g. 0.1: store a shard "
-            f"uncompressed unless compression saves 10%), got {value!r}")
-    return float(value)
+    return fraction("min_compression_saving", value,
+                    "e.g. 0.1: store a shard uncompressed unless compression saves 10%")
 
 
 def _sample(segments: list[memoryview], pieces: int, piece: int) -> bytes:
