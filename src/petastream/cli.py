@@ -18,7 +18,7 @@ from importlib import import_module
 
 from petastream import __version__
 from petastream._extras import missing_extra
-from petastream.errors import MissingExtraError
+from petastream.errors import MissingExtraError, PetastreamError
 
 DESCRIPTION = "petastream: Spark DataFrames to PyTorch and TensorFlow through MDS datasets."
 
@@ -34,8 +34,8 @@ _COMMANDS = {
 _LOCAL_PATHS = {"migrate": "paths"}
 
 
-class UsageError(Exception):
-    """Reported as ``petastream COMMAND: message`` with exit status 2."""
+class UsageError(PetastreamError):
+    """Reported as ``petastream COMMAND: message`` with exit status 2 (never leaves :func:`main`)."""
 
 
 def _load(command: str):

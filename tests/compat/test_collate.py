@@ -8,7 +8,7 @@ import torch
 
 from petastream.compat.pytorch import BatchedDataLoader, DataLoader, decimal_friendly_collate
 from petastream.compat.reader import make_batch_reader
-from petastream.errors import InvalidArgumentError
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.writer import write_mds
 
 pytestmark = pytest.mark.torch
@@ -54,18 +54,39 @@ def test_each_pass_is_a_new_epoch(url):
 
 
 @pytest.mark.parametrize("cls", [DataLoader, BatchedDataLoader])
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"batch_size": 0}, "batch_size must be a positive int"),
-    ({"batch_size": -3}, "batch_size must be a positive int"),
-    ({"shuffling_queue_capacity": -5}, "shuffling_queue_capacity must be an int >= 0"),
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"batch_size": 0}, InvalidArgumentError, r"batch_size must be >= 1 \(rows per batch\), got 0"),
+    ({"batch_size": -3}, InvalidArgumentError, r"batch_size must be >= 1 .*got -3"),
+    ({"batch_size": 2.5}, InvalidArgumentTypeError, r"batch_size must be an integer, got 2.5 \(float\)"),
+    ({"shuffling_queue_capacity": -5}, InvalidArgumentError, r"shuffling_queue_capacity must be >= 0 .*got -5"),
+    ({"shuffling_queue_capacity": None}, InvalidArgumentTypeError, r"shuffling_queue_capacity must be an integer"),
 ])
-def test_nonsense_arguments_are_refused(url, cls, kwargs, match):
-    with pytest.raises(InvalidArgumentError, match=match):
+def test_nonsense_arguments_are_refused(url, cls, kwargs, error, match):
+    with pytest.raises(error, match=match):
         cls(make_batch_reader(url, num_epochs=1), **kwargs)
 
 
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    # Petastorm's ventilator's ValueError and text, as the converter's loaders give it
+    ({"num_epochs": 0}, InvalidArgumentError, r"make_batch_reader\(num_epochs=0\): iterations must be positive integer or None"),
+    ({"num_epochs": True}, InvalidArgumentError, r"iterations must be positive integer or None"),
+    ({"reader_pool_type": "fork"}, ValueError, r"^Unknown reader_pool_type: fork$"),  # Petastorm's own
+])
+def test_reader_arguments(url, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_batch_reader(url, **kwargs)
+    reader = make_batch_reader(url, num_epochs=np.int64(2), shuffle_row_groups=False)
+    assert [int(i) for b in DataLoader(reader, batch_size=N) for i in b["id"]] == list(range(N)) * 2
+
+
+def test_a_url_without_a_dataset_is_refused(tmp_path):
+    with pytest.raises(InvalidArgumentError, match=r"is not an MDS dataset directory .*no index.json"):
+        make_batch_reader("file://" + str(tmp_path / "nothing"))
+
+
 def test_collate_fn_must_be_callable(url):
-    with pytest.raises(InvalidArgumentError, match="collate_fn must be callable"):
+    # a TypeError, as Petastorm's (which fails calling it) and Python's own for non-callables
+    with pytest.raises(InvalidArgumentTypeError, match="collate_fn must be callable"):
         DataLoader(make_batch_reader(url, num_epochs=1), collate_fn="stack")
 
 

@@ -17,8 +17,8 @@ def conv():
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"batch_size": 0}, InvalidArgumentError, r"make_torch_dataloader\(batch_size=0\): batch_size must be >= 1 .*pass batch_size=32"),
     ({"batch_size": -3}, InvalidArgumentError, r"batch_size=-3"),
-    ({"batch_size": 2.5}, InvalidArgumentTypeError, r"batch_size must be an int .*got float"),
-    ({"batch_size": True}, InvalidArgumentTypeError, r"got bool"),
+    ({"batch_size": 2.5}, InvalidArgumentTypeError, r"batch_size must be an integer, got 2.5 \(float\)"),
+    ({"batch_size": True}, InvalidArgumentTypeError, r"got True \(bool\)"),
     ({"workers_count": -2}, InvalidArgumentError, r"workers_count=-2\): workers_count must be >= 1 .*workers_count=None \(4\)"),
     ({"workers_count": 0}, InvalidArgumentError, r"workers_count=0"),
     ({"shuffling_queue_capacity": -5}, InvalidArgumentError, r"shuffling_queue_capacity=-5\): .* >= 0 .*pass 0 for no shuffling"),

@@ -22,27 +22,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from petastream.checks import int_at_least, is_int
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["check_torch_arguments", "check_tf_arguments"]
-
-
-def _is_int(value: Any) -> bool:
-    return hasattr(type(value), "__index__") and not isinstance(value, bool)
+__all__ = ["check_torch_arguments", "check_tf_arguments", "check_num_epochs"]
 
 
 def _int_at_least(where: str, name: str, value: Any, low: int, what: str, fix: str) -> None:
-    if not _is_int(value):
-        raise InvalidArgumentTypeError(
-            f"{where}({name}={value!r}): {name} must be an int ({what}), got "
-            f"{type(value).__name__}; {fix}")
-    if int(value) < low:
-        raise InvalidArgumentError(f"{where}({name}={value!r}): {name} must be >= {low} ({what}); {fix}")
+    # petastream.checks' message, prefixed with the call (the error surfaces at iteration)
+    int_at_least(name, value, low, what, where=where, fix=fix)
 
 
-def _num_epochs(where: str, num_epochs: Any) -> None:
-    if num_epochs is not None and (not _is_int(num_epochs) or int(num_epochs) < 1):
-        # Petastorm's ventilator raises this ValueError (with this text) for the same values.
+def check_num_epochs(where: str, num_epochs: Any) -> None:
+    """None or an int >= 1, with Petastorm's text: its ventilator raises this ValueError for the
+    same values (``make_batch_reader`` and the converter's loaders share it)."""
+    if num_epochs is not None and (not is_int(num_epochs) or int(num_epochs) < 1):
         raise InvalidArgumentError(
             f"{where}(num_epochs={num_epochs!r}): iterations must be positive integer or None; "
             "pass num_epochs=None (repeat forever, Petastorm's default) or a whole number >= 1")
@@ -60,7 +54,7 @@ def check_torch_arguments(batch_size: Any, num_epochs: Any, workers_count: Any,
     if batch_size is not None:
         _int_at_least(where, "batch_size", batch_size, 1, "rows per batch",
                       "pass batch_size=32 (the default), or None for one batch at the end of the data")
-    _num_epochs(where, num_epochs)
+    check_num_epochs(where, num_epochs)
     _workers(where, workers_count)
     if shuffling_queue_capacity is None:  # Petastorm: TypeError from `None > 0`
         raise InvalidArgumentTypeError(
@@ -80,7 +74,7 @@ def check_tf_arguments(batch_size: Any, prefetch: Any, num_epochs: Any, workers_
     if prefetch is not None:
         _int_at_least(where, "prefetch", prefetch, -1, "batches to prefetch; -1: AUTOTUNE",
                       "pass prefetch=None (AUTOTUNE), 0 for none, or a whole number of batches")
-    _num_epochs(where, num_epochs)
+    check_num_epochs(where, num_epochs)
     _workers(where, workers_count)
     if shuffling_queue_capacity is not None:
         _int_at_least(where, "shuffling_queue_capacity", shuffling_queue_capacity, 0,

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+from petastream.checks import nonnegative_int, optional_positive_int, require_callable
+
 __all__ = ["DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate"]
 
 logger = logging.getLogger(__name__)
@@ -47,19 +49,12 @@ def decimal_friendly_collate(batch: Any) -> Any:
 
 
 def _check_batch_size(batch_size: Any) -> None:
-    from petastream.errors import InvalidArgumentError
-
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or batch_size < 1):
-        raise InvalidArgumentError(f"batch_size must be a positive int (rows per batch), got {batch_size!r}")
+    optional_positive_int("batch_size", batch_size, "rows per batch",
+                          fix="pass batch_size=1 or more, or None for one batch at the end of the data")
 
 
 def _check_capacity(capacity: Any) -> None:
-    from petastream.errors import InvalidArgumentError
-
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
-        raise InvalidArgumentError(
-            f"shuffling_queue_capacity must be an int >= 0 (0: no shuffling queue), got {capacity!r}")
+    nonnegative_int("shuffling_queue_capacity", capacity, "rows in the shuffling queue; 0: none")
 
 
 class LoaderBase:
@@ -129,10 +124,7 @@ class DataLoader(LoaderBase):
     def __init__(self, reader: Any, batch_size: int | None = 1, collate_fn: Any = decimal_friendly_collate,
                  shuffling_queue_capacity: int = 0):
         super().__init__(reader, batch_size, shuffling_queue_capacity)
-        if not callable(collate_fn):
-            from petastream.errors import InvalidArgumentError
-
-            raise InvalidArgumentError(f"collate_fn must be callable (a list of row dicts -> batch), got {collate_fn!r}")
+        require_callable("collate_fn", collate_fn, "a list of row dicts -> batch")
         self.collate_fn = collate_fn
 
     def _torch_loader(self, collate_fn: Any = None) -> Any:

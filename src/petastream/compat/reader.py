@@ -27,6 +27,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from petastream.compat._checks import check_num_epochs
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
@@ -54,8 +55,8 @@ def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) 
     for candidate in reversed(candidates):
         if resolve(candidate, storage_options).exists("index.json"):
             return candidate
-    raise ValueError(f"{urls[0]} is not an MDS dataset directory or one of its shard files "
-                     "(no index.json found beside it)")
+    raise InvalidArgumentError(f"{urls[0]} is not an MDS dataset directory or one of its shard "
+                               "files (no index.json found beside it)")
 
 
 def _select(columns: list[str], schema_fields: Any) -> list[str]:
@@ -198,8 +199,8 @@ def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type=
         cur_shard is not None and not (isinstance(cur_shard, int) and isinstance(shard_count, int))
     ):
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
-    if num_epochs is not None and (not isinstance(num_epochs, int) or num_epochs < 1):
-        raise ValueError(f"num_epochs must be a positive integer or None, got {num_epochs!r}")
+    check_num_epochs("make_batch_reader", num_epochs)
+    num_epochs = None if num_epochs is None else int(num_epochs)
     dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options,
                          cache_limit=cache_limit)
     columns = _select(list(dataset.columns), schema_fields)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from petastream.errors import FormatError
+
 from .depfile import (
     Edit,
     Entry,
@@ -79,7 +81,7 @@ def _layout(text: str) -> _Layout | None:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as err:
-        raise ValueError(f"not a YAML conda environment file: {err}") from err
+        raise FormatError(f"not a YAML conda environment file: {err}") from err
     if not isinstance(root, yaml.MappingNode):
         return None
     deps = next(

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from petastream.errors import InternalError
+
 __all__ = [
     "dotted",
     "full_name",
@@ -47,7 +49,7 @@ def local_name(alias: cst.ImportAlias) -> str:
         return cst.ensure_type(alias.asname.name, cst.Name).value
     name = full_name(alias.name)
     if name is None:  # pragma: no cover - the parser never produces this
-        raise ValueError("import alias without a name")
+        raise InternalError("import alias without a name")
     return name.split(".")[0]
 
 

@@ -32,6 +32,8 @@ from typing import Any
 
 import libcst as cst
 
+from petastream.errors import InternalError
+
 from .edits import full_name
 
 __all__ = ["ImportStyle", "style_for", "tidy_imports", "module_name"]
@@ -157,7 +159,7 @@ def _statement(line: cst.SimpleStatementLine) -> cst.Import | cst.ImportFrom:
     """The import of a line in an import group (groups hold import lines only)."""
     statement = _import_of(line)
     if statement is None:  # pragma: no cover - _tidy_body groups import lines only
-        raise ValueError("not an import line")
+        raise InternalError("not an import line")
     return statement
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from petastream.errors import InvalidArgumentError
+
 __all__ = [
     "Resolved",
     "Unsupported",
@@ -312,10 +314,10 @@ def suggestion_for(path: str) -> str:
 def resolve(path: str) -> Resolved | Unsupported:
     """Map a dotted Petastorm path to its petastream.compat equivalent.
 
-    Raises ValueError for a path outside ``petastorm`` (callers check first).
+    Raises InvalidArgumentError (a ValueError) for a path outside ``petastorm`` (callers check first).
     """
     if not is_petastorm_path(path):
-        raise ValueError(f"{path!r} is not a petastorm path")
+        raise InvalidArgumentError(f"{path!r} is not a petastorm path")
     parts = path.split(".")
     k = next(k for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in _MODULES)
     module = _MODULES[".".join(parts[:k])]

@@ -31,6 +31,8 @@ from typing import Any
 
 import libcst as cst
 
+from petastream.errors import FormatError, InternalError
+
 from .import_order import ImportStyle
 from .magics import (
     MaskedCell,
@@ -105,7 +107,7 @@ def _migrate_databricks_cells(
                             style=style)
     migrated = _split_commands(result.code)
     if len(migrated) != len(cells):  # a separator went with a removed statement
-        raise RuntimeError("internal error: the migration moved a '# COMMAND' cell separator")
+        raise InternalError("the migration moved a '# COMMAND' cell separator")
     body = [reindent_cell(cell, code, new, prefix)
             for cell, (code, prefix), new in zip(cells, dedented, migrated, strict=True)]
     keep = any(item.keeps_petastorm for item in result.items)
@@ -159,13 +161,14 @@ class _Cell:
 
 
 def migrate_ipynb(text: str, *, todo: bool = False, style: ImportStyle | None = None) -> NotebookResult:
-    """Raises ValueError when ``text`` is not a notebook."""
+    """Raises :class:`~petastream.errors.FormatError` (a ``ValueError``) when ``text`` is not a
+    notebook."""
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"not a JSON notebook: {err}") from err
+        raise FormatError(f"not a JSON notebook: {err}") from err
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        raise ValueError("not a Jupyter notebook: no 'cells' list")
+        raise FormatError("not a Jupyter notebook: no 'cells' list")
     if _language(notebook) not in ("python", None):
         return NotebookResult(text)
     cells = _code_cells(notebook["cells"])
@@ -253,7 +256,7 @@ def _migrate_joined(
     )
     pieces = re.split(rf"^{re.escape(marker)} (\d+)\n", migrated.code, flags=re.M)
     if pieces[0] or [int(p) for p in pieces[1::2]] != [c.index for c in cells]:
-        raise RuntimeError("internal error: notebook cells were reordered by the migration")
+        raise InternalError("notebook cells were reordered by the migration")
     new: dict[int, str] = {}
     for cell, body in zip(cells, pieces[2::2], strict=True):
         if not cell.code.endswith("\n") and cell.code:

@@ -25,6 +25,8 @@ from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from petastream.errors import ConfigurationError
+
 __all__ = [
     "PETASTORM_RUNTIME",
     "PinReview",
@@ -56,7 +58,7 @@ def _requires() -> tuple[str, ...]:
     try:
         return tuple(metadata.requires("petastream") or ())
     except metadata.PackageNotFoundError:
-        raise ValueError(
+        raise ConfigurationError(
             "petastream's package metadata is not installed, so its version bounds cannot be "
             "read: install petastream (pip install 'petastream[migrate]', or pip install -e . "
             "in a checkout) and run petastream migrate again"

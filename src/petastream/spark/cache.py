@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from petastream.errors import StorageError
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["PARENT_CONF", "PETASTORM_PARENT_CONF", "content_key", "find_complete", "publish",
@@ -120,7 +121,7 @@ def _file_stats(files: list[str], storage_options: dict | None) -> list[Any] | N
         stamp = next((str(info[k]) for k in ("mtime", "LastModified", "last_modified", "ETag",
                                               "etag", "modificationTime", "created") if k in info), None)
         if stamp is None:
-            raise OSError(f"no modification time for {url}")
+            raise StorageError(f"no modification time for {url}")
         return [url, info.get("size"), stamp]
 
     try:
@@ -195,7 +196,7 @@ def publish(parent: str, key: str, attempt: str, storage_options: dict | None = 
                 src.delete_tree()
                 return final.url, False
             final.delete_tree()  # not a dataset (never published by this protocol): clear it
-        raise OSError(f"cannot publish {attempt} as {final.url}")
+        raise StorageError(f"cannot publish {attempt} as {final.url}")
     existing = find_complete(parent, key, storage_options)
     if existing is not None and existing != src.url:
         src.delete_tree()

@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from petastream.errors import FormatError, InvalidArgumentError
+from petastream.checks import one_of
+from petastream.errors import ConfigurationError, FormatError, InvalidArgumentError
 from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
@@ -167,10 +168,8 @@ def materialize(
     start = time.perf_counter()
     check_dtype(dtype)
     check_compression_saving(min_compression_saving)
-    if null_policy not in ("error", "fill"):
-        raise ValueError(f"null_policy={null_policy!r}: use 'error' or 'fill'")
-    if nested not in ("error", "json"):
-        raise ValueError(f"nested={nested!r}: use 'error' or 'json'")
+    one_of("null_policy", null_policy, ("error", "fill"))
+    one_of("nested", nested, ("error", "json"))
     if isinstance(df, (str, os.PathLike)):
         path = os.fspath(df)
         if resolve(path, storage_options).exists("index.json"):
@@ -284,7 +283,7 @@ def parent_cache_dir(session: Any) -> str:
         value = conf.get(name, None)
         if value:
             return str(value)
-    raise ValueError(
+    raise ConfigurationError(
         f"no cache directory: pass parent_url=... or set the Spark conf {cache.PARENT_CONF} "
         f"(or Petastorm's {cache.PETASTORM_PARENT_CONF})"
     )

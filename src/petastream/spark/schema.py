@@ -61,6 +61,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from petastream.checks import one_of, positive_int
+from petastream.errors import InvalidArgumentError
 from petastream.spark._errors import NullValuesError, UnsupportedColumnError
 
 __all__ = ["ColumnPlan", "prepare", "infer_lengths", "infer_columns", "apply_fill", "check_dtype",
@@ -90,7 +92,7 @@ class ColumnPlan:
 
 def check_dtype(dtype: str | None) -> None:
     if dtype is not None and dtype not in _DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use 'float32', 'float64' or None")
+        raise InvalidArgumentError(f"dtype {dtype!r} is not supported; use 'float32', 'float64' or None")
 
 
 def _functions(df: Any) -> tuple[Any, Any]:
@@ -129,13 +131,12 @@ def prepare(df: Any, *, dtype: str | None, nested: str) -> tuple[Any, list[Colum
     from pyspark.sql import types as T
 
     check_dtype(dtype)
-    if nested not in ("error", "json"):
-        raise ValueError(f"nested={nested!r}: use 'error' or 'json'")
+    one_of("nested", nested, ("error", "json"))
     F, vector_to_array = _functions(df)
     names = [f.name for f in df.schema.fields]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError(f"the DataFrame has duplicate column names {dupes}; an MDS dataset "
+        raise InvalidArgumentError(f"the DataFrame has duplicate column names {dupes}; an MDS dataset "
                          "needs unique names: rename or drop them (e.g. after a join)")
     exprs, plans = [], []
     for field in df.schema.fields:
@@ -217,13 +218,13 @@ def infer_lengths(
     elif array_lengths in ARRAY_LENGTHS:
         mode = array_lengths
     else:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"array_lengths={array_lengths!r}: use 'optimistic', 'infer', 'dynamic' or a mapping"
         )
     names = {p.name for p in plans}
     unknown = set(given) - names
     if unknown:
-        raise ValueError(f"array_lengths names columns the DataFrame lacks: {sorted(unknown)}")
+        raise InvalidArgumentError(f"array_lengths names columns the DataFrame lacks: {sorted(unknown)}")
     lists = [p for p in plans if p.kind == "list"]
     todo = [p for p in lists if p.name not in given] if mode == "infer" else []
     stats, nulls = _length_stats(df, todo, count_nulls) if todo else ({}, None)
@@ -284,8 +285,8 @@ def with_length(p: ColumnPlan, length: int | None) -> ColumnPlan:
     """The plan of array column ``p`` with a fixed ``length``, or variable (None)."""
     if length is None:
         return ColumnPlan(p.name, f"ndarray:{p.elem_dtype}", "list", None, p.elem_dtype, p.spark_type)
-    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"array_lengths[{p.name!r}] = {length!r}: give a length >= 1 or None")
+    length = positive_int(f"array_lengths[{p.name!r}]", length, "every array's length",
+                          fix="give a length >= 1, or None for arrays of any length")
     return ColumnPlan(p.name, f"ndarray:{p.elem_dtype}:{length}", "list_fixed",
                       length, p.elem_dtype, p.spark_type)
 
