@@ -1,5 +1,5 @@
 # Both targets create .venv on first use (scripts/bootstrap.sh is idempotent).
-.PHONY: venv demo test test-min docs lint bench
+.PHONY: venv demo test test-min docs lint typecheck bench
 
 venv:
 	@scripts/bootstrap.sh
@@ -20,6 +20,11 @@ docs: venv
 
 lint: venv
 	.venv/bin/ruff check src tests benchmarks examples
+
+# mypy over src/ with pyproject.toml's [tool.mypy]. Not in .ci/run yet: the loader path
+# (pipeline/, torch/, tf/) still has errors to fix first.
+typecheck: venv
+	.venv/bin/mypy
 
 bench: venv
 	.venv/bin/python -m benchmarks.run $(BENCH_ARGS)

@@ -68,6 +68,6 @@ def test_extras_never_replace_what_a_platform_ships():
 
 def test_ci_pins_cover_the_dev_tools():
     pins = _pins("constraints.txt")
-    for tool in ("mkdocs", "tqdm", "tensorflow-cpu", "torch", "pyspark", "pandas", "libcst"):
+    for tool in ("mkdocs", "tqdm", "tensorflow-cpu", "torch", "pyspark", "pandas", "libcst", "mypy"):
         assert tool in pins, tool
     assert int(pins["pandas"].split(".")[0]) < 3  # pyspark 4 does not support pandas 3 yet
