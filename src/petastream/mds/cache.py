@@ -174,7 +174,7 @@ class ShardCache:
         read-ahead window): eviction takes them last, the furthest-needed first."""
         with self._lock:
             self._protectors = [p for p in self._protectors if p() is not None]
-            self._protectors.append(weakref.WeakMethod(keys_needed_soon))  # type: ignore[arg-type]
+            self._protectors.append(weakref.WeakMethod(keys_needed_soon))
 
     def get(self, key: str, size: int, fill: Callable[[BinaryIO], None], *,
             limit: int | None = None, wait: bool = True,

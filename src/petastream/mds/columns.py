@@ -14,7 +14,7 @@ __all__ = ["concat_columns", "take_columns", "scatter_columns", "split_rows", "n
 
 #: Unsigned dtypes that torch and TensorFlow handle poorly, and the signed type that holds them
 #: (Petastorm's mapping: uint16 -> int32, uint32 -> int64).
-WIDEN_UNSIGNED = {np.dtype("uint16"): np.dtype("int32"), np.dtype("uint32"): np.dtype("int64"),
+WIDEN_UNSIGNED: dict[np.dtype, np.dtype] = {np.dtype("uint16"): np.dtype("int32"), np.dtype("uint32"): np.dtype("int64"),
                   np.dtype("uint64"): np.dtype("int64")}
 
 
@@ -83,12 +83,14 @@ def split_rows(rows: np.ndarray, dtype: np.dtype, wanted: Sequence[str]) -> dict
     strided view: about twice as fast as numpy's copy of an unaligned strided field, and the
     batches sliced from it need no copy of their own before torch or TensorFlow take them."""
     n = len(rows)
+    fields = dtype.fields
+    assert fields is not None  # a structured dtype: ColumnLayout.fixed_dtype()
     out = {}
     for name in wanted:
         if n == 0:
-            out[name] = np.empty((0, *dtype.fields[name][0].shape), dtype.fields[name][0].base)
+            out[name] = np.empty((0, *fields[name][0].shape), fields[name][0].base)
             continue
-        field, offset = dtype.fields[name][:2]
+        field, offset = fields[name][:2]
         items = np.ndarray((n,), dtype=np.dtype((np.void, field.itemsize)), buffer=rows,
                            offset=offset, strides=(dtype.itemsize,))
         out[name] = items.copy().view(field.base).reshape(n, *field.shape)

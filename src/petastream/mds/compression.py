@@ -18,6 +18,7 @@ import bz2
 import gzip
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 from petastream.errors import FormatError, MissingExtraError
 
@@ -36,7 +37,8 @@ def _zstd_compress(data: bytes, level: int | None) -> bytes:
     import zstandard
 
     # write_content_size=True matches python-zstd's single frame with the size in the header.
-    return zstandard.ZstdCompressor(level=level, write_content_size=True).compress(data)
+    return zstandard.ZstdCompressor(level=level if level is not None else 3,
+                                    write_content_size=True).compress(data)
 
 
 def _zstd_decompress(data: bytes) -> bytes:
@@ -61,7 +63,7 @@ def _bz2_compress(data: bytes, level: int | None) -> bytes:
     return bz2.compress(data, level if level is not None else 9)
 
 
-def _brotli():
+def _brotli() -> ModuleType:
     try:
         import brotli
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -72,7 +74,7 @@ def _brotli():
     return brotli
 
 
-def _snappy():
+def _snappy() -> ModuleType:
     try:
         import snappy
     except ImportError as e:  # pragma: no cover - depends on the environment

@@ -21,7 +21,7 @@ import functools
 import hashlib
 import mmap
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -213,7 +213,7 @@ class MDSDataset:
         shard, local = self.locate(int(index))
         return self.shard(shard).get_item(local)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         for s in range(self.num_shards):
             data = self.shard(s)
             for i in range(data.num_samples):
@@ -346,6 +346,7 @@ class MDSDataset:
                     f"{meta['raw_data']['bytes']}; the cache entry was damaged: run "
                     "`petastream cache prune --all` and read again"
                 )
+        assert self.layout is not None  # shard i exists, so the dataset has a layout
         return ShardData(buf, self.layout, name=f"{i} {label}", expected_samples=meta["samples"])
 
     def _map_in_place(self, i: int, path: str, *, prefetch: bool) -> Any:

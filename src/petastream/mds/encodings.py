@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -210,7 +211,8 @@ class Str(Encoding):
         return _ranges_to_objects(buffer, starts, lengths, "string")
 
 
-def _arrow_encode(values: Any, kind: str, encode_one) -> tuple[np.ndarray, np.ndarray]:
+def _arrow_encode(values: Any, kind: str,
+                  encode_one: Callable[[Any], bytes] | None) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and bytes of a str/bytes column, taken straight from Arrow's buffers."""
     import pyarrow as pa
 

@@ -233,7 +233,7 @@ def _argsort_positions(starts: np.ndarray) -> np.ndarray:
     return order[np.argsort((starts[order] >> 16).astype(np.uint16), kind="stable")]
 
 
-def _arrow_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+def _arrow_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
     """Checked, non-empty ranges -> ``large_binary`` array of them in order; None if they overlap."""
     import pyarrow as pa
 

@@ -47,7 +47,7 @@ def hasher(name: str) -> Any:
 
 def hexdigest(name: str, data: bytes | memoryview) -> str:
     """The lowercase hex digest of ``data`` under algorithm ``name``."""
-    return _func(name)(data).hexdigest()  # type: ignore[attr-defined]
+    return _func(name)(data).hexdigest()
 
 
 def check_hashes(names: Iterable[str] | None) -> list[str]:

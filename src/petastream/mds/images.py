@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from io import BytesIO
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from petastream.mds.encodings import Encoding
 __all__ = ["IMAGE_ENCODINGS"]
 
 
-def _pil():
+def _pil() -> ModuleType:  # PIL.Image
     try:
         from PIL import Image
     except ImportError as e:

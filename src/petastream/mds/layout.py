@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import FormatError
+from petastream.errors import FormatError, InternalError
 from petastream.mds.encodings import Encoding, get_encoding
 
 __all__ = ["ColumnLayout", "parse_size_limit"]
@@ -100,11 +100,16 @@ class ColumnLayout:
 
     def fixed_dtype(self) -> np.dtype:
         """A packed structured dtype for one sample of an all-fixed-size layout."""
+        fixed = [(e.dtype, e.size) for e in self.encodings if e.dtype is not None and e.size is not None]
+        if len(fixed) != len(self.encodings):
+            raise InternalError(f"fixed_dtype() of a layout with variable-size columns {self.columns}; "
+                                "check all_fixed first")
+        sizes = [size for _, size in fixed]
         return np.dtype({
             "names": list(self.names),
-            "formats": [e.dtype for e in self.encodings],
-            "offsets": list(np.cumsum([0, *self.sizes[:-1]])),
-            "itemsize": int(sum(self.sizes)),  # type: ignore[arg-type]
+            "formats": [dtype for dtype, _ in fixed],
+            "offsets": [int(o) for o in np.cumsum([0, *sizes[:-1]])],
+            "itemsize": sum(sizes),
         })
 
     def config(self, compression: str | None, hashes: list[str], size_limit: int | None) -> dict:

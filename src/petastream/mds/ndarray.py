@@ -32,7 +32,7 @@ DTYPE_CODES: dict[str, int] = {
     "uint64": 64, "int64": 65, "float64": 66,
 }
 _CODE_DTYPES = {code: np.dtype(name).newbyteorder("<") for name, code in DTYPE_CODES.items()}
-_SHAPE_DTYPES = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
+_SHAPE_DTYPES: list[np.dtype] = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
 
 
 def _shape_code(shape: tuple[int, ...]) -> int:

@@ -242,7 +242,7 @@ class OpenShards:
 
 def _weak(fn: Callable[..., Any]) -> Callable[[], Callable[..., Any] | None]:
     if hasattr(fn, "__self__"):
-        return weakref.WeakMethod(fn)  # type: ignore[arg-type]
+        return weakref.WeakMethod(fn)
     return lambda: fn
 
 

@@ -101,7 +101,7 @@ class ShardData:
     def sample_bytes(self, i: int) -> memoryview:
         if not 0 <= i < self.num_samples:
             raise OutOfRangeError(f"sample {i} out of range for shard {self.name} with {self.num_samples} samples")
-        return memoryview(self.u8[self.offsets[i] : self.offsets[i + 1]])
+        return self.u8[self.offsets[i] : self.offsets[i + 1]].data
 
     def get_item(self, i: int) -> dict[str, Any]:
         """Decode one sample to Mosaic's per-sample Python values."""
@@ -191,15 +191,17 @@ class ShardData:
         # Where every column starts, checked against the sample sizes before anything is decoded.
         pos = starts + 4 * nvar
         where: dict[str, tuple[np.ndarray, np.ndarray | None, int | None]] = {}
-        k, offset = 0, 4 * nvar  # offset: the column's place in the prefix, while in it
+        k = 0
+        offset: int | None = 4 * nvar  # the column's place in the prefix, while in it
         for name, size in zip(layout.names, layout.sizes):
-            lengths = None
             if size is None:
                 lengths = var_sizes[:, k]
                 k += 1
-            where[name] = (pos, lengths, offset)
-            pos = pos + (size if size is not None else lengths)
-            offset = offset + size if offset is not None and size is not None else None
+                where[name] = (pos, lengths, offset)
+                pos, offset = pos + lengths, None
+            else:
+                where[name] = (pos, None, offset)
+                pos, offset = pos + size, None if offset is None else offset + size
         if n and not np.array_equal(pos, ends):
             raise CorruptShardError(f"shard {self.name}: column sizes do not add up to the sample sizes")
         out: dict[str, Any] = {}
@@ -207,11 +209,13 @@ class ShardData:
             enc = layout.encodings[layout.names.index(name)]
             at, lengths, offset = where[name]
             if lengths is None:
+                size, dtype = enc.size, enc.dtype
+                assert size is not None and dtype is not None  # a fixed-size column
                 if offset is not None:  # in the prefix: a copy of its bytes out of the gather
-                    raw = np.ascontiguousarray(head[:, offset:offset + enc.size])
+                    raw = np.ascontiguousarray(head[:, offset:offset + size])
                 else:
-                    raw = gather_rows(self.u8, at, enc.size)
-                out[name] = raw.view(enc.dtype.base).reshape((n, *enc.dtype.shape))
+                    raw = gather_rows(self.u8, at, size)
+                out[name] = raw.view(dtype.base).reshape((n, *dtype.shape))
                 continue
             try:
                 if raw_strings and enc.name in ("str", "bytes"):

@@ -239,7 +239,8 @@ class ShardSources:
             if codec.family == "zstd":
                 import zstandard
 
-                with zstandard.ZstdDecompressor().stream_writer(sink, write_size=1 << 20,
+                # zstandard needs only .write(); its stub asks for a whole IO[bytes]
+                with zstandard.ZstdDecompressor().stream_writer(sink, write_size=1 << 20,  # type: ignore[arg-type]
                                                                  closefd=False) as w:
                     w.write(data)
             else:

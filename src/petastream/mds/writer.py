@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -132,10 +133,10 @@ class MDSWriter:
         Python work; ``str``/``bytes`` and 1-D numeric arrays go through Arrow buffers."""
         cols = _as_columns(data)
         self._check_keys(cols.keys())
-        n = {len(c) for c in cols.values()}
-        if len(n) != 1:
+        lengths = {len(c) for c in cols.values()}
+        if len(lengths) != 1:
             raise FormatError(f"columns have different lengths: { {k: len(v) for k, v in cols.items()} }")
-        (n,) = n
+        (n,) = lengths
         if n == 0:
             return
         # In row blocks of an eighth of a shard, so the encoded copies and their temporaries stay
@@ -149,7 +150,7 @@ class MDSWriter:
             stop = min(n, start + step)
             part = cols if (start, stop) == (0, n) else {k: v[start:stop] for k, v in cols.items()}
             payload, sizes = _encode_block(self.layout, part, stop - start)
-            self._append(memoryview(payload), sizes)
+            self._append(payload.data, sizes)
             del payload, part
             _release_arrow_memory()  # str/bytes went through Arrow, whose pool keeps freed blocks
             step = max(1, int(target // max(1.0, float(sizes.mean()))))
@@ -205,7 +206,7 @@ class MDSWriter:
         self._segments = []
         index = len(self.shards)
         raw_name = shard_basename(index, None)
-        zip_data = None
+        zip_data: dict[str, Any] | None = None
         if codec is not None:
             raw = b"".join(parts)
             del parts  # the blocks are in raw now: let them go before compressing
@@ -214,9 +215,10 @@ class MDSWriter:
                         "hashes": {h: hashing.hexdigest(h, raw) for h in self.hashes}}
             packed = codec.compress(raw)
             del raw
-            zip_data = {"basename": shard_basename(index, codec.extension), "bytes": len(packed),
+            zip_name = shard_basename(index, codec.extension)
+            zip_data = {"basename": zip_name, "bytes": len(packed),
                         "hashes": {h: hashing.hexdigest(h, packed) for h in self.hashes}}
-            self.location.write_bytes_atomic(zip_data["basename"], packed)
+            self.location.write_bytes_atomic(zip_name, packed)
         else:
             raw_data = {"basename": raw_name, "bytes": sum(len(p) for p in parts),
                         "hashes": {h: _digest(h, parts) for h in self.hashes}}
@@ -263,7 +265,8 @@ class MDSWriter:
     def __enter__(self) -> MDSWriter:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.finish()
         else:
@@ -393,6 +396,7 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
     for name, enc in zip(layout.names, layout.encodings):
         if enc.size is not None:
             arr = _fixed_column(name, enc, cols[name], n)
+            assert enc.dtype is not None  # fixed-size encodings have one
             mat = np.ascontiguousarray(arr, dtype=enc.dtype.base).view(np.uint8).reshape(n, enc.size)
             parts.append(_rows_as_binary(mat))
         else:
