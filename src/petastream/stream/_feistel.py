@@ -91,6 +91,7 @@ def permute(
     y = _network(j, salt, keys, bits)
     todo = np.flatnonzero(y >= _U(length))
     while todo.size:
-        y[todo] = _network(y[todo], salt if np.ndim(salt) == 0 else salt[todo], keys, bits)
+        y[todo] = _network(y[todo], salt[todo] if isinstance(salt, np.ndarray) and salt.ndim else salt,
+                           keys, bits)
         todo = todo[y[todo] >= _U(length)]
     return y

@@ -72,7 +72,7 @@ class EpochOrder:
         self.block_size = positive_int("block_size", block_size, "samples per shuffle block")
         self.window = positive_int("window", window, "samples per shuffle window")
         self.num_samples = int(self.shard_sizes.sum())
-        self._tables: tuple[np.ndarray, np.ndarray] | None = None
+        self._tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._keys: FeistelKeys | None = None
         self._last_finder: _BlockFinder | None = None
 

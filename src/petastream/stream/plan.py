@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -71,6 +72,17 @@ class Chunk:
     @functools.cached_property
     def _groups(self) -> list[ShardGroup]:  # read ahead, then decoded: grouped once
         return group_by_shard(self.ids, self.shard_offsets, self.shards)
+
+
+class _Layout(TypedDict):
+    """The keyword arguments of :func:`~petastream.stream.partition.rank_positions`."""
+
+    num_samples: int
+    start: int
+    batch_size: int
+    world_size: int
+    rank: int
+    drop_last: bool
 
 
 class EpochPlan:
@@ -182,7 +194,7 @@ class EpochPlan:
             first, size = first + size, min(per_chunk, size * RAMP)
             yield self.chunk_of(w + k * nw)
 
-    def _layout(self) -> dict[str, int | bool]:
+    def _layout(self) -> _Layout:
         return {
             "num_samples": self.num_samples,
             "start": self.start,
