@@ -62,7 +62,8 @@ def reread_zips_only_when_changed() -> int:
     guarded = 0
     for finder in list(sys.path_importer_cache.values()):
         if isinstance(finder, zipimport.zipimporter) and "invalidate_caches" not in vars(finder):
-            finder.invalidate_caches = _InvalidateIfChanged(finder)
+            # an instance attribute over the class method, on purpose: this finder only
+            finder.invalidate_caches = _InvalidateIfChanged(finder)  # type: ignore[method-assign]
             guarded += 1
     return guarded
 

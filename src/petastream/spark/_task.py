@@ -97,7 +97,7 @@ class TaskWriter:
                 writer.write_columns(cols)
                 samples += batch.num_rows
             shards = writer.finish() if writer is not None else []
-            if shards:
+            if writer is not None and shards:
                 writer.location.write_bytes_atomic("index.json", dump_index(shards))
         except BaseException:
             if writer is not None:

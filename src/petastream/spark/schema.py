@@ -99,12 +99,14 @@ def _functions(df: Any) -> tuple[Any, Any]:
     """``pyspark.sql.functions`` and ``vector_to_array`` for the DataFrame's flavour, so a
     Connect DataFrame gets Connect columns even in a process that also runs classic Spark."""
     if type(df).__module__.startswith("pyspark.sql.connect"):
-        from pyspark.ml.connect.functions import vector_to_array
-        from pyspark.sql.connect import functions as F
-    else:
-        from pyspark.ml.functions import vector_to_array
-        from pyspark.sql import functions as F
-    return F, vector_to_array
+        from pyspark.ml.connect.functions import vector_to_array as connect_vector_to_array
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions, connect_vector_to_array
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.sql import functions
+
+    return functions, vector_to_array
 
 
 def quote(name: str) -> str:
@@ -255,7 +257,7 @@ def _length_stats(df: Any, todo: list[ColumnPlan], count_nulls: bool
                   ) -> tuple[dict[str, tuple[Any, Any]], dict[str, int] | None]:
     """``{column: (min size, max size)}`` over the non-null arrays, and the null counts."""
     F, _ = _functions(df)
-    aggs = []
+    aggs: list[Any] = []
     for p in todo:
         c = F.col(quote(p.name))
         size = F.when(c.isNotNull(), F.size(c))
