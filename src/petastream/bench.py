@@ -18,6 +18,7 @@ lengths). The output ends with the versions in use, so it can be pasted into a b
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -230,7 +231,7 @@ def measure(url: str, *, batch: int = 1024, workers: Iterable[int] = (1,),
                     "petastream.tf.dataset", tf_epochs, "worker")}
     for fw in frameworks:
         floor_name, floor_fn, name, epoch_fn, unit = plans[fw]
-        floor = best_epoch(floor_name, n, lambda f=floor_fn: f(data, batch), repeat, floor=True)
+        floor = best_epoch(floor_name, n, functools.partial(floor_fn, data, batch), repeat, floor=True)
         add(floor)
         if floor.note.startswith("skipped"):
             add(Row(name, n, None, "skipped: see above"))
@@ -260,7 +261,8 @@ def _line(row: Row, per_row: float, floor: Row | None) -> str:
     rps = row.rows_per_s()
     if rps is None:
         return f"  {row.variant:<44} {'-':>12} {'-':>9} {'':>8}  {row.note}"
-    ratio = f"{rps / floor.rows_per_s():.0%}" if floor and floor.rows_per_s() else ""
+    base = floor.rows_per_s() if floor else None
+    ratio = f"{rps / base:.0%}" if base else ""
     return f"  {row.variant:<44} {rps:>12,.0f} {rps * per_row / 1e6:>9,.1f} {ratio:>8}  {row.note}"
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from typing import Any, SupportsIndex, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def _meaning(what: str) -> str:
     return f" ({what})" if what else ""
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[SupportsIndex]:
     """Whether ``value`` is an integer (Python or numpy), bools excluded."""
     return not isinstance(value, (bool, np.bool_)) and hasattr(type(value), "__index__")
 
@@ -67,7 +67,7 @@ def as_int(name: str, value: object, *, where: str = "", example: int = 1,
             f"{_prefix(where, name, value)}{name} must be an integer, got {value!r} "
             f"({type(value).__name__}); {fix or f'pass a whole number such as {name}={example}'}"
         )
-    return operator.index(value)  # type: ignore[call-overload]  # is_int checked __index__
+    return operator.index(value)
 
 
 def int_at_least(name: str, value: object, low: int, what: str = "", *, where: str = "",

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from importlib import import_module
+from types import ModuleType
 
 from petastream import __version__
 from petastream._extras import missing_extra
@@ -38,7 +39,7 @@ class UsageError(PetastreamError):
     """Reported as ``petastream COMMAND: message`` with exit status 2 (never leaves :func:`main`)."""
 
 
-def _load(command: str):
+def _load(command: str) -> ModuleType:
     try:
         return import_module(_COMMANDS[command][0])
     except ImportError as e:

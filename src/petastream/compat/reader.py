@@ -172,14 +172,19 @@ class Reader:
         self.join()
 
 
-def make_batch_reader(dataset_url_or_urls, schema_fields=None, reader_pool_type="thread",
-                      workers_count=10, results_queue_size=50, seed=None, shuffle_rows=False,
-                      shuffle_row_groups=True, shuffle_row_drop_partitions=1, predicate=None,
-                      rowgroup_selector=None, num_epochs=1, cur_shard=None, shard_count=None,
-                      shard_seed=None, cache_type="null", cache_location=None, cache_size_limit=None,
-                      cache_row_size_estimate=None, cache_extra_settings=None, hdfs_driver="libhdfs3",
-                      transform_spec=None, filters=None, storage_options=None, zmq_copy_buffers=True,
-                      filesystem=None, convert_early_to_numpy=False, cache_limit=None) -> Reader:
+def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[Any] | None = None,
+                      reader_pool_type: str = "thread", workers_count: int | None = 10,
+                      results_queue_size: int = 50, seed: int | None = None, shuffle_rows: bool = False,
+                      shuffle_row_groups: bool = True, shuffle_row_drop_partitions: int = 1,
+                      predicate: Any = None, rowgroup_selector: Any = None, num_epochs: int | None = 1,
+                      cur_shard: int | None = None, shard_count: int | None = None,
+                      shard_seed: int | None = None, cache_type: str | None = "null",
+                      cache_location: str | None = None, cache_size_limit: int | None = None,
+                      cache_row_size_estimate: int | None = None, cache_extra_settings: dict | None = None,
+                      hdfs_driver: str = "libhdfs3", transform_spec: TransformSpec | None = None,
+                      filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
+                      filesystem: Any = None, convert_early_to_numpy: bool = False,
+                      cache_limit: int | str | None = None) -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
 
     ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)

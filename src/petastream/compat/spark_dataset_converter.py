@@ -36,7 +36,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.pool import ThreadPool
+from types import TracebackType
 from typing import Any
 
 from petastream.compat._checks import check_tf_arguments, check_torch_arguments
@@ -89,7 +91,8 @@ class CachedDataFrameMeta:
         self.cache_dir_url = cache_dir_url
 
     @classmethod
-    def create_cached_dataframe_meta(cls, df, parent_cache_dir_url, row_group_size, compression_codec, dtype):
+    def create_cached_dataframe_meta(cls, df: Any, parent_cache_dir_url: str, row_group_size: int,
+                                     compression_codec: str | None, dtype: str | None) -> CachedDataFrameMeta:
         meta = cls(df, parent_cache_dir_url, row_group_size, compression_codec, dtype)
         meta.cache_dir_url = _materialize_df(df, parent_cache_dir_url, row_group_size, compression_codec, dtype)
         return meta
@@ -277,13 +280,16 @@ def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
     return result.url
 
 
-def _cache_df_or_retrieve_cache_data_url(df, parent_cache_dir_url, row_group_size, compression_codec, dtype) -> str:
+def _cache_df_or_retrieve_cache_data_url(df: Any, parent_cache_dir_url: str, row_group_size: int,
+                                         compression_codec: str | None, dtype: str | None) -> str:
     with _cache_df_meta_list_lock:
         meta = CachedDataFrameMeta.create_cached_dataframe_meta(
             df, parent_cache_dir_url, row_group_size, compression_codec, dtype)
-        if not any(m.cache_dir_url == meta.cache_dir_url for m in _cache_df_meta_list):
+        url = meta.cache_dir_url
+        assert url is not None  # create_cached_dataframe_meta sets it
+        if not any(m.cache_dir_url == url for m in _cache_df_meta_list):
             _cache_df_meta_list.append(meta)
-        return meta.cache_dir_url
+        return url
 
 
 def _shard_file_urls(dataset_url: str) -> tuple[list[str], int]:
@@ -294,8 +300,9 @@ def _shard_file_urls(dataset_url: str) -> tuple[list[str], int]:
     return files, sum(s["samples"] for s in shards)
 
 
-def make_spark_converter(df, parquet_row_group_size_bytes=DEFAULT_ROW_GROUP_SIZE_BYTES,
-                         compression_codec=None, dtype="float32") -> SparkDatasetConverter:
+def make_spark_converter(df: Any, parquet_row_group_size_bytes: int = DEFAULT_ROW_GROUP_SIZE_BYTES,
+                         compression_codec: str | None = None,
+                         dtype: str | None = "float32") -> SparkDatasetConverter:
     """Materialize ``df`` (a DataFrame, or a path to an MDS or Parquet directory) as MDS under
     the cache directory of the Spark conf ``petastorm.spark.converter.parentCacheDirUrl``."""
     spark = df.sparkSession if not isinstance(df, str) else _get_spark_session()
@@ -382,8 +389,10 @@ class SparkDatasetConverter:
     def __len__(self) -> int:
         return self.dataset_size
 
-    def make_tf_dataset(self, batch_size=None, prefetch=None, num_epochs=None, workers_count=None,
-                        shuffling_queue_capacity=None, **petastorm_reader_kwargs) -> TFDatasetContextManager:
+    def make_tf_dataset(self, batch_size: int | None = None, prefetch: int | None = None,
+                        num_epochs: int | None = None, workers_count: int | None = None,
+                        shuffling_queue_capacity: int | None = None,
+                        **petastorm_reader_kwargs: Any) -> TFDatasetContextManager:
         check_tf_arguments(batch_size, prefetch, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
@@ -391,9 +400,10 @@ class SparkDatasetConverter:
                                        petastorm_reader_kwargs=petastorm_reader_kwargs,
                                        shuffling_queue_capacity=shuffling_queue_capacity)
 
-    def make_torch_dataloader(self, batch_size=32, num_epochs=None, workers_count=None,
-                              shuffling_queue_capacity=0, data_loader_fn=None,
-                              **petastorm_reader_kwargs) -> TorchDatasetContextManager:
+    def make_torch_dataloader(self, batch_size: int | None = 32, num_epochs: int | None = None,
+                              workers_count: int | None = None, shuffling_queue_capacity: int = 0,
+                              data_loader_fn: Callable[..., Any] | None = None,
+                              **petastorm_reader_kwargs: Any) -> TorchDatasetContextManager:
         check_torch_arguments(batch_size, num_epochs, workers_count, shuffling_queue_capacity)
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
@@ -404,22 +414,23 @@ class SparkDatasetConverter:
         _remove_cache_metadata_and_data(self.cache_dir_url)
 
     @staticmethod
-    def _check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs, workers_count):
+    def _check_and_set_overriden_petastorm_args(petastorm_reader_kwargs: dict[str, Any], num_epochs: int | None,
+                                                workers_count: int | None) -> None:
         petastorm_reader_kwargs["num_epochs"] = num_epochs
         petastorm_reader_kwargs["workers_count"] = 4 if workers_count is None else workers_count
         _check_rank_and_size_consistent_with_horovod(petastorm_reader_kwargs)
 
 
 class TFDatasetContextManager:
-    def __init__(self, parquet_file_url_list, batch_size, prefetch, petastorm_reader_kwargs,
-                 shuffling_queue_capacity):
+    def __init__(self, parquet_file_url_list: list[str], batch_size: int | None, prefetch: int | None,
+                 petastorm_reader_kwargs: dict[str, Any], shuffling_queue_capacity: int | None):
         self.parquet_file_url_list = parquet_file_url_list
         self.batch_size = batch_size
         self.prefetch = prefetch
         self.petastorm_reader_kwargs = petastorm_reader_kwargs
         self.shuffling_queue_capacity = shuffling_queue_capacity
 
-    def __enter__(self):
+    def __enter__(self) -> Any:  # a tf.data.Dataset
         from petastream.compat._tf import make_tf_dataset
 
         _wait_file_available(self.parquet_file_url_list)
@@ -427,21 +438,23 @@ class TFDatasetContextManager:
         return make_tf_dataset(self.reader, batch_size=self.batch_size or 32, prefetch=self.prefetch,
                                shuffling_queue_capacity=self.shuffling_queue_capacity)
 
-    def __exit__(self, exc_type, exc_value, exc_traceback):
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 exc_traceback: TracebackType | None) -> None:
         self.reader.stop()
         self.reader.join()
 
 
 class TorchDatasetContextManager:
-    def __init__(self, parquet_file_url_list, batch_size, petastorm_reader_kwargs,
-                 shuffling_queue_capacity, data_loader_fn):
+    def __init__(self, parquet_file_url_list: list[str], batch_size: int | None,
+                 petastorm_reader_kwargs: dict[str, Any], shuffling_queue_capacity: int,
+                 data_loader_fn: Callable[..., Any] | None):
         self.parquet_file_url_list = parquet_file_url_list
         self.batch_size = batch_size
         self.petastorm_reader_kwargs = petastorm_reader_kwargs
         self.shuffling_queue_capacity = shuffling_queue_capacity
         self.data_loader_fn = data_loader_fn
 
-    def __enter__(self):
+    def __enter__(self) -> Any:  # what data_loader_fn returns; a DataLoader by default
         from petastream.compat.pytorch import DataLoader
 
         _wait_file_available(self.parquet_file_url_list)
@@ -451,6 +464,7 @@ class TorchDatasetContextManager:
             shuffling_queue_capacity=self.shuffling_queue_capacity)
         return self.loader
 
-    def __exit__(self, exc_type, exc_value, exc_traceback):
+    def __exit__(self, exc_type: type[BaseException] | None, exc_value: BaseException | None,
+                 exc_traceback: TracebackType | None) -> None:
         self.reader.stop()
         self.reader.join()

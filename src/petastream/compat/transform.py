@@ -42,7 +42,7 @@ class TransformSpec:
         return out
 
 
-def _to_pandas(batch: dict[str, Any]):
+def _to_pandas(batch: dict[str, Any]) -> Any:  # a pandas DataFrame
     import pandas as pd
 
     data = {}
@@ -60,7 +60,7 @@ def _to_pandas(batch: dict[str, Any]):
     return pd.DataFrame(data)
 
 
-def _from_pandas(frame) -> dict[str, Any]:
+def _from_pandas(frame: Any) -> dict[str, Any]:
     out = {}
     for name in frame.columns:
         values = frame[name].to_numpy()

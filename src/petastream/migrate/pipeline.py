@@ -142,7 +142,9 @@ def _fed_by_converter(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]
     if arg.keyword is not None:
         return arg.keyword.value == "data_loader_fn"
     call = parents.get(arg)
-    callee = full_name(call.func) if isinstance(call, cst.Call) else None
+    if not isinstance(call, cst.Call):
+        return False
+    callee = full_name(call.func)
     if callee is None or callee.rpartition(".")[2] != "partial" or call.args[0] is not arg:
         return False
     outer = parents.get(call)
