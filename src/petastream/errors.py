@@ -21,6 +21,9 @@ __all__ = [
     "IncompleteDatasetError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
+    "PipelineError",
+    "WorkerDiedError",
+    "SupersededError",
 ]
 
 
@@ -72,3 +75,16 @@ class InvalidArgumentError(PetastreamError, ValueError):
 
 class InvalidArgumentTypeError(PetastreamError, TypeError):
     """An argument has the wrong type."""
+
+
+class PipelineError(PetastreamError, RuntimeError):
+    """A loader's pass broke an invariant (a worker ended owing batches, or handed one out of
+    order) or its workers failed without an error of their own."""
+
+
+class WorkerDiedError(PipelineError):
+    """A decode worker (thread or process) exited while it owed batches."""
+
+
+class SupersededError(PetastreamError, RuntimeError):
+    """An iterator was pulled after a newer iteration took the loader's position over."""

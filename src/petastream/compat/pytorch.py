@@ -76,7 +76,7 @@ class LoaderBase:
     def _torch_loader(self, collate_fn: Any = None) -> Any:
         """The one TorchLoader behind this loader (built on first use; each pass re-iterates it)."""
         if self._loader is None:
-            from petastream.compat._collate import CollatingLoader
+            from petastream.compat._collate import collating_loader
             from petastream.torch import TorchLoader
 
             # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
@@ -86,7 +86,7 @@ class LoaderBase:
             kwargs = dict(worker_type=worker_type, logical_types=False,
                           **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
             self._loader = (TorchLoader(self.reader.dataset, **kwargs) if collate_fn is None
-                            else CollatingLoader(self.reader.dataset, collate_fn, **kwargs))
+                            else collating_loader(self.reader.dataset, collate_fn, **kwargs))
         return self._loader
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -108,9 +108,9 @@ class LoaderBase:
 
     def _iter_impl(self) -> Iterator[dict[str, Any]]:
         if self.reader.stopped:
-            from petastream.compat.reader import _STOPPED
+            from petastream.compat.reader import stopped_error
 
-            raise RuntimeError(_STOPPED)
+            raise stopped_error()
         for batch in self._torch_loader():
             yield self._finish(batch)
 
