@@ -20,7 +20,7 @@ of ``batch_size`` row dicts (numpy values), in the iterating thread. The default
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -36,13 +36,23 @@ _PARALLEL_ITER_ERROR = (
 
 
 def decimal_friendly_collate(batch: Any) -> Any:
-    """Petastorm's collate: ``default_collate``, with ``Decimal``/str values kept as lists."""
+    """Petastorm's collate: ``default_collate``, except for what it cannot stack.
+
+    Decided by the first sample, as Petastorm does: ``Decimal``, ``str`` or ``bytes`` -> the
+    batch itself, unchanged; a mapping (row dict) -> a dict collated key by key; any other
+    sequence (a row as a tuple, list or namedtuple) -> a list collated position by position
+    (``zip``: rows are cut to the shortest, and a Decimal/str position comes back as the tuple
+    ``zip`` made). An empty batch is an ``IndexError``.
+    """
+    first = batch[0]
+    if isinstance(first, (Decimal, str, bytes)):
+        return batch
+    if isinstance(first, Mapping):
+        return {key: decimal_friendly_collate([row[key] for row in batch]) for key in first}
+    if isinstance(first, Sequence):  # after str/bytes, which are sequences too
+        return [decimal_friendly_collate(position) for position in zip(*batch)]
     from torch.utils.data.dataloader import default_collate
 
-    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], dict):
-        return {k: decimal_friendly_collate([d[k] for d in batch]) for k in batch[0]}
-    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], (Decimal, str, bytes)):
-        return list(batch)
     return default_collate(batch)
 
 
