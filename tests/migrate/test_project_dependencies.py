@@ -154,6 +154,64 @@ def test_requirements_keep_petastorm_while_code_imports_it() -> None:
     assert codes(last) == [(1, "petastorm-pin"), (4, "petastorm-pin"), (5, "conflicting-pin")]
 
 
+def test_a_comment_above_a_pin_ties_it_to_petastorm_like_one_on_its_line() -> None:
+    # issue #29 item 13: the pin stayed and the file no longer installed with petastream
+    text, items = migrate_requirements_txt(
+        dedent(
+            """
+            petastorm==0.12.1
+            # for petastorm
+            pyarrow==10.0.1
+            # Spark cluster image
+            # (petastorm-era)
+            pyspark==3.1.1  # cluster
+            # petastorm's reader
+            numpy<2
+
+            pyspark==3.1.1
+            """
+        ),
+        DONE,
+    )
+    assert text == dedent(
+        """
+        petastream[spark]
+        # for petastorm
+        pyarrow>=14  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}
+        # Spark cluster image
+        # (petastorm-era)
+        pyspark{SPARK}  # was ==3.1.1 for petastorm; {SPARK_BY} needs pyspark{SPARK}
+        # petastorm's reader
+        numpy<2
+
+        pyspark==3.1.1
+        """
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW, SPARK_BY=SPARK_BY, SPARK=SPARK)
+    # the pin below a blank line has nothing above it: reported, not touched
+    assert codes(items) == [(3, "pin-rewritten"), (6, "pin-rewritten"), (8, "petastorm-pin"), (10, "conflicting-pin")]
+    assert migrate_requirements_txt(text, DONE)[0] == text
+
+
+def test_a_comment_above_a_pin_in_setup_cfg_and_conda() -> None:
+    # setuptools reads a setup.cfg value line to its end: the note goes on a line of its own
+    text, items = migrate_setup_cfg(
+        "[options]\ninstall_requires =\n    petastorm\n    ; for petastorm\n    pyarrow==10.0.1\n", DONE
+    )
+    assert text == (
+        "[options]\ninstall_requires =\n    petastream[spark]\n    ; for petastorm\n"
+        f"    # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}\n    pyarrow>=14\n"
+    )
+    assert codes(items) == [(5, "pin-rewritten")]
+    assert migrate_setup_cfg(text, DONE)[0] == text
+    text, items = migrate_environment_yml(
+        "dependencies:\n  # for petastorm\n  - pyarrow=10.0.1\n  - petastorm\n", DONE
+    )
+    assert text.splitlines()[1:3] == [
+        "  # for petastorm",
+        f"  - pyarrow>=14  # was =10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}",
+    ]
+
+
 def test_requirements_migrated_alone_say_so() -> None:
     text, items = migrate_requirements_txt("petastorm\n", Project(code_scanned=False))
     assert text == "petastream[spark]\n"
