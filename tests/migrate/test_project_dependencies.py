@@ -3,12 +3,14 @@ against petastream's own metadata; conda environment files; lock files are regen
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import metadata
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from petastream.migrate import pins
 from petastream.migrate.conda import migrate_environment_yml
 from petastream.migrate.depfile import Project
 from petastream.migrate.files import Options, file_kind, migrate_text
@@ -52,6 +54,62 @@ def test_bounds_come_from_petastreams_installed_metadata() -> None:
     assert found["pyarrow"][1] == "petastream"  # a core dependency
     assert found["pyspark"][1] == SPARK_BY and found["torch"][1] == TORCH_BY  # from an extra
     assert "pytest" not in found  # petastream's own dev tools do not bind user projects
+
+
+def _not_installed(name: str) -> list[str] | None:
+    raise metadata.PackageNotFoundError(name)
+
+
+@pytest.fixture
+def no_metadata(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """petastream run from a source checkout that was never installed (no dist-info); yields
+    what the installed metadata says."""
+    installed = metadata.requires
+    declared = installed("petastream") or []
+
+    def requires(name: str) -> list[str] | None:
+        return _not_installed(name) if name == "petastream" else installed(name)
+
+    monkeypatch.setattr(metadata, "requires", requires)
+    pins._requires.cache_clear()
+    pins.petastream_bounds.cache_clear()
+    yield declared
+    pins._requires.cache_clear()
+    pins.petastream_bounds.cache_clear()
+
+
+def test_without_metadata_bounds_come_from_the_checkouts_pyproject(no_metadata: list[str]) -> None:
+    # issue #29 item 15: from a source checkout every dependency file was an error (exit 2)
+    installed = {Requirement(r).name.lower(): Requirement(r) for r in no_metadata}
+    found = petastream_bounds()
+    for name in ("pyarrow", "numpy", "pyspark", "torch"):
+        assert found[name][0] == installed[name].specifier, name
+    assert found["pyarrow"][1] == "petastream" and found["pyspark"][1] == SPARK_BY
+
+
+def test_without_metadata_migrate_reviews_pins_from_a_checkout(tmp_path, run_cli, no_metadata: list[str]) -> None:
+    (tmp_path / "requirements.txt").write_text("petastorm\npyarrow==10.0.1  # for petastorm\n")
+    run = run_cli("--write", "-j", "1", ".", cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert (tmp_path / "requirements.txt").read_text().splitlines() == [
+        "petastream[spark]",
+        f"pyarrow>=14  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}",
+    ]
+
+
+def test_declared_requirements_read_like_metadata(tmp_path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "petastream"\ndependencies = ["pyarrow>=14"]\n'
+        '[project.optional-dependencies]\nspark = ["pyspark>=3.5; python_version >= \'3.10\'"]\n'
+    )
+    assert pins.declared_requirements(_not_installed, pyproject) == (
+        "pyarrow>=14",
+        'pyspark>=3.5; (python_version >= "3.10") and extra == "spark"',
+    )
+    pyproject.write_text('[project]\nname = "someone-else"\ndependencies = ["pyarrow<11"]\n')
+    with pytest.raises(ValueError, match="no petastream pyproject.toml was found at .*pip install -e ."):
+        pins.declared_requirements(_not_installed, pyproject)
 
 
 @pytest.mark.parametrize(
