@@ -29,7 +29,8 @@ WITH_MANUAL_ITEMS = {
         from petastorm import make_reader, TransformSpec
         with make_reader(url) as reader:
             pass
-        """,
+        loader = converter.make_torch_dataloader(transform_spec=TransformSpec(fn))
+        """,  # the TransformSpec goes to the converter only: it moves, the reader stays
 }
 
 
