@@ -15,7 +15,7 @@ so a failed write never reads as a complete dataset.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,11 @@ class MDSWriter:
 
     ``columns`` maps column name to MDS encoding. ``compression`` (``"zstd"``, ``"zstd:7"``,
     ``gz``, ``bz2``, ``br``, ``snappy`` or None), ``hashes`` (sorted algorithm names) and
-    ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's. ``exist_ok=True``
+    ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's, except that
+    ``hashes`` left out records ``xxh3_64`` (:data:`~petastream.mds.hashing.DEFAULT_HASHES`),
+    as ``materialize`` does, where Mosaic records none: readers (Mosaic's ``validate_hash=
+    'xxh3_64'`` too) then catch a damaged shard instead of delivering its wrong values, at
+    memory speed. ``hashes=None`` or ``[]`` records none, as in Mosaic. ``exist_ok=True``
     clears a non-empty ``out`` first; otherwise a non-empty ``out`` is an error.
     ``write_index=False`` leaves index.json to the caller (partial datasets merged later).
 
@@ -60,7 +64,7 @@ class MDSWriter:
         columns: Mapping[str, str],
         out: str | tuple[str, str],
         compression: str | None = None,
-        hashes: list[str] | None = None,
+        hashes: Sequence[str] | None = hashing.DEFAULT_HASHES,
         size_limit: int | str | None = 1 << 26,
         exist_ok: bool = False,
         write_index: bool = True,
@@ -427,7 +431,7 @@ def write_mds(
     *,
     columns: Mapping[str, str] | None = None,
     compression: str | None = "zstd",
-    hashes: list[str] | None = None,
+    hashes: Sequence[str] | None = None,
     size_limit: int | str | None = 1 << 26,
     exist_ok: bool = False,
     storage_options: dict | None = None,
@@ -436,12 +440,14 @@ def write_mds(
     """Write a table (dict of arrays, Arrow table, pandas DataFrame) as an MDS dataset.
 
     Encodings are inferred when ``columns`` is None (see :mod:`petastream.mds.infer`).
-    Returns the shard list written to index.json. ``min_compression_saving``: see
+    Returns the shard list written to index.json. ``hashes``: None (the default) records
+    ``xxh3_64``, ``[]`` none (as ``materialize``). ``min_compression_saving``: see
     :class:`MDSWriter`.
     """
     cols = _as_columns(data)
     if columns is None:
         columns = infer_columns(cols)
+    hashes = hashing.DEFAULT_HASHES if hashes is None else hashes  # materialize's convention
     with MDSWriter(columns=columns, out=out, compression=compression, hashes=hashes,
                    size_limit=size_limit, exist_ok=exist_ok, storage_options=storage_options,
                    min_compression_saving=min_compression_saving) as w:
