@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import DatasetExistsError, EncodingError, FormatError, InvalidArgumentError
+from petastream.errors import (
+    DatasetExistsError,
+    EncodingError,
+    FormatError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingColumnError,
+    UnexpectedArgumentError,
+)
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
@@ -73,8 +81,11 @@ class MDSWriter:
         **kwargs: Any,
     ):
         unknown = set(kwargs) - _MOSAIC_KWARGS
-        if unknown:
-            raise TypeError(f"MDSWriter got unexpected keyword argument(s) {sorted(unknown)}")
+        if unknown:  # Mosaic's ValueError and sentence; also a TypeError, as Python's own
+            raise UnexpectedArgumentError(
+                f"Invalid Writer argument(s): {sorted(unknown)}; MDSWriter takes columns, out, "
+                f"compression, hashes, size_limit, exist_ok, write_index, storage_options, "
+                f"min_compression_saving and Mosaic's {sorted(_MOSAIC_KWARGS)}")
         if isinstance(out, tuple):  # Mosaic's (local, remote): the remote is the destination
             out = out[1] or out[0]
         self.layout = ColumnLayout.from_columns(columns)
@@ -95,7 +106,7 @@ class MDSWriter:
         if self.location.listdir():
             if not exist_ok:
                 raise DatasetExistsError(
-                    f"{self.location.url} is not empty; pass exist_ok=True to overwrite it"
+                    f"Directory is not empty: {self.location.url}; pass exist_ok=True to overwrite it"
                 )
             self.location.delete_tree()
         self.location.makedirs()
@@ -106,17 +117,27 @@ class MDSWriter:
         self._cur = 8 + len(self._config_json)
         self._pending = 0
 
+    def get_config(self) -> dict[str, Any]:
+        """What every shard's header and index entry record about the writing (Mosaic's
+        ``get_config``): version, format, compression, hashes, size_limit and the columns'
+        names, encodings and fixed sizes."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in self.config.items()}
+
     # -- per sample --------------------------------------------------------------------------
     def write(self, sample: Mapping[str, Any]) -> None:
-        """Encode and append one sample (a dict with exactly the writer's columns)."""
-        self._check_keys(sample.keys())
+        """Encode and append one sample: a dict with the writer's columns (other keys are
+        ignored, as Mosaic ignores them)."""
+        if not isinstance(sample, Mapping):
+            raise InvalidArgumentTypeError(
+                f"MDSWriter.write takes a dict of column -> value, got {type(sample).__name__}")
+        self._check_keys(sample.keys(), extra_ok=True)
         layout = self.layout
         parts, lengths = [], []
         for name, enc in zip(layout.names, layout.encodings):
             try:
                 data = encode_value(enc, sample[name])
             except EncodingError as e:
-                raise EncodingError(f"column {name!r}: {e}") from e
+                raise _in_column(e, name) from e
             parts.append(data)
             if enc.size is None:
                 lengths.append(len(data))
@@ -153,14 +174,17 @@ class MDSWriter:
             step = max(1, int(target // max(1.0, float(sizes.mean()))))
             start = stop
 
-    def _check_keys(self, keys: Any) -> None:
+    def _check_keys(self, keys: Any, extra_ok: bool = False) -> None:
         keys = set(keys)
         names = set(self.layout.names)
-        if keys != names:
-            missing, extra = sorted(names - keys), sorted(keys - names)
+        missing, extra = sorted(names - keys), sorted(keys - names)
+        if missing:  # a KeyError, as Mosaic's sample[name]
+            raise MissingColumnError(
+                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}")
+        if extra and not extra_ok:
             raise FormatError(
-                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}"
-            )
+                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}; "
+                "drop the extra columns or add them to columns=")
 
     def _append(self, payload: memoryview, sizes: np.ndarray) -> None:
         """Split a run of encoded samples into shards by the exact size rule."""
@@ -400,7 +424,7 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
             try:
                 offsets, data = enc.encode_column(cols[name])
             except EncodingError as e:
-                raise EncodingError(f"column {name!r}: {e}") from e
+                raise _in_column(e, name) from e
             var_lengths.append(np.diff(offsets))
             parts.append(pa.Array.from_buffers(
                 pa.large_binary(), n,
@@ -413,6 +437,12 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
     offsets = np.frombuffer(off_buf, dtype=np.int64)[joined.offset : joined.offset + n + 1]
     out = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
     return out, np.diff(offsets)
+
+
+def _in_column(error: EncodingError, name: str) -> EncodingError:
+    """``error`` with the column named, of the same class (so still catchable as the builtin
+    Mosaic raises for it: AttributeError, KeyError, OverflowError...)."""
+    return type(error)(f"column {name!r}: {error}")
 
 
 def _rows_as_binary(mat: np.ndarray) -> Any:
