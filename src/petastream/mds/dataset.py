@@ -112,6 +112,9 @@ class MDSDataset:
         self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(cache_limit)
+        #: Processes of this node expected to read through the cache at once (torchrun's
+        #: LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them.
+        self.cache_readers = local_readers()
         #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
@@ -128,15 +131,11 @@ class MDSDataset:
     def _budgets(self) -> dict[str, int | None]:
         """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
         for shards already read (the rest: the shards decode threads are reading, and other
-        readers), split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
+        readers), split between the node's readers (:attr:`cache_readers`)."""
         if self.cache_limit is None:
             return {"cached_budget": None, "ahead_budget": None}
-        try:
-            procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-        except ValueError:
-            procs = 1
-        return {"cached_budget": self.cache_limit // (4 * procs),
-                "ahead_budget": self.cache_limit // (4 * procs)}
+        share = self.cache_limit // (4 * self.cache_readers)
+        return {"cached_budget": share, "ahead_budget": share}
 
     def _read_sidecar(self) -> dict[str, dict[str, str]]:
         try:
@@ -277,6 +276,8 @@ class MDSDataset:
         if bad:
             raise IndexError(f"shards {bad[:5]} out of range ({n} shards)")
         self._open.prefetch(wanted)
+        if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
+            self.cache.announce()
 
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
@@ -284,6 +285,8 @@ class MDSDataset:
         what it needs; arrays a caller still holds keep their own shard mapped."""
         self._open.close()
         self._open.release()
+        if not self._all_in_place:
+            self.cache.announce()
 
     def shard(self, i: int) -> ShardData:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
@@ -367,6 +370,15 @@ class MDSDataset:
             buf.madvise(mmap.MADV_WILLNEED)  # start reading it from disk (or a network mount) now
         self.sources.verify_in_place(i, path, buf)
         return buf
+
+
+def local_readers() -> int:
+    """Reader processes of this node sharing its shard cache: torchrun's ``LOCAL_WORLD_SIZE``
+    (one per rank; a rank's DataLoader workers read one plan together), else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
 
 
 def _missing_index(loc: Location) -> Exception:
