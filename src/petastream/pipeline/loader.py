@@ -89,7 +89,7 @@ class BatchLoader:
         self.cache_fit: CacheFit | None = None
         if shuffle and not extra and self.dataset.cache_limit is not None:
             self.cache_fit = fit_to_cache(self.dataset.shard_sizes, self.dataset.cached_shard_bytes(),
-                                          self.dataset.cache_limit)
+                                          self.dataset.cache_limit, readers=self.dataset.cache_readers)
             if self.cache_fit is not None:
                 extra = {"block_size": self.cache_fit.block_size, "window": self.cache_fit.window}
                 log.info("shuffle window %d samples, block size %d, to fit the shard cache: %s",
