@@ -48,13 +48,17 @@ print(f"total {total}", flush=True)
 
 
 def run_readers(url: str, cache_dir: str, limit: int, speeds: Sequence[int], *, env: dict[str, str],
-                epochs: int = 2, batch: int = 50, max_lead: int | None = None) -> list[int]:
+                epochs: int = 2, batch: int = 50, max_lead: int | None = None, nodes: int = 1) -> list[int]:
     """Run ``len(speeds)`` ranks of one job on ``cache_dir``, paced as the module says; returns
-    the sum of the ids each read (every rank's share of every epoch, checked by the caller)."""
+    the sum of the ids each read (every rank's share of every epoch, checked by the caller).
+    ``nodes``: the ranks split over that many "nodes", each with a cache of its own
+    (``cache_dir/node<k>``; the ideal is then each shard once per epoch per node)."""
     world = len(speeds)
-    child_env = {**env, "LOCAL_WORLD_SIZE": str(world),
+    per_node = -(-world // nodes)
+    child_env = {**env, "LOCAL_WORLD_SIZE": str(per_node),
                  "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), ROOT])}
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, url, cache_dir, str(limit), str(r), str(world),
+    caches = [cache_dir if nodes == 1 else os.path.join(cache_dir, f"node{r // per_node}") for r in range(world)]
+    procs = [subprocess.Popen([sys.executable, "-c", CHILD, url, caches[r], str(limit), str(r), str(world),
                                str(epochs), str(batch)], env=child_env, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
              for r in range(world)]
