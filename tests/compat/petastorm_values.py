@@ -87,3 +87,11 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, np.generic):
         return a.dtype == b.dtype and a.tobytes() == b.tobytes()
     return bool(a == b)
+
+
+def as_input(value: Any) -> Any:
+    """A value as an ETL script hands it to ``dict_to_spark_row``: what Petastorm decoded, with
+    numpy datetimes as the ``datetime.date``/``datetime.datetime`` Spark takes."""
+    if isinstance(value, np.datetime64):
+        return value.item()
+    return value
