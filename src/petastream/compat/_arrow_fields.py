@@ -56,7 +56,11 @@ def _arrow_schema(dataset: Any) -> pa.Schema:
 def _partition_fields(dataset: Any) -> list[tuple[str, pa.DataType]]:
     partitioning = getattr(dataset, "partitioning", None)
     if partitioning is not None and getattr(partitioning, "schema", None) is not None:
-        return [(f.name, f.type) for f in partitioning.schema]
+        # A discovered hive partitioning may list fields that are not directories: keep those
+        # the files' directories name (``key=value``).
+        files = list(getattr(dataset, "files", None) or [])
+        keys = {part.split("=", 1)[0] for part in files[0].split("/")[:-1] if "=" in part} if files else set()
+        return [(f.name, f.type) for f in partitioning.schema if f.name in keys]
     legacy = getattr(dataset, "partitions", None)  # pyarrow's legacy ParquetPartitions
     return [(p.name, p.dictionary.type) for p in (legacy or [])]
 
