@@ -64,9 +64,13 @@ class _ParquetSettings:
         self._set("parquet.summary.metadata.level", "ALL" if use_summary_metadata else "NONE")
         self._set("parquet.summary.metadata.propagate-errors", "true")
         # parquet-mr checks the row-group size only every 100 rows by default: with large rows
-        # (images, tensors) a row group would overshoot row_group_size_mb by far.
+        # (images, tensors) a row group would overshoot row_group_size_mb by far. Petastorm
+        # sets the first two keys, which parquet-mr >= 1.12 no longer reads (measured: 24 rows of
+        # 200 kB with row_group_size_mb=1 stay one row group); the row-group check now follows
+        # the page-size check's minimum, hence the third.
         self._set("parquet.block.size.row.check.min", "3")
         self._set("parquet.row-group.size.row.check.min", "3")
+        self._set("parquet.page.size.row.check.min", "3")
         if row_group_size_mb:
             self._set("parquet.block.size", str(int(row_group_size_mb) * 1024 * 1024))
 
