@@ -167,3 +167,18 @@ def test_use_summary_metadata(spark, tmp_path):
     # Spark wrote the _metadata summary listing the row groups, or (if this Spark does not) the
     # counts went into _common_metadata as without the option.
     assert (tmp_path / "summary" / "_metadata").exists() != (dataset_metadata.ROW_GROUPS_PER_FILE_KEY in written)
+
+
+def test_filesystem_factory(spark, tmp_path):
+    import fsspec
+
+    schema, _ = _fixture("indexed")
+    url = str(tmp_path / "factory")
+    with materialize_dataset(spark, url, schema, filesystem_factory=lambda: fsspec.filesystem("file")):
+        spark.createDataFrame([dict_to_spark_row(schema, {"id": np.int32(1), "label": "a", "tags": np.array(["x"]),
+                                                          "vec": np.zeros(4, np.float32)})],
+                              schema.as_spark_schema()).write.parquet(url)
+    assert [int(r.id) for r in read_rows(url)] == [1]
+    with pytest.raises(TypeError, match=r"filesystem_factory\(\): expected an fsspec filesystem"):
+        with materialize_dataset(spark, url, schema, filesystem_factory=lambda: "hdfs"):
+            pass

@@ -174,3 +174,38 @@ def test_infer_from_partitioned_arrow_dataset_puts_partition_keys_first():
     inferred = Unischema.from_arrow_schema(pads.dataset(_url("partitioned"), format="parquet", partitioning="hive"))
     assert [(f.name, f.numpy_dtype, f.shape) for f in inferred.fields.values()] == [
         ("split", np.str_, ()), ("id", np.int64, ()), ("vec", np.bytes_, ())]
+
+
+def test_reading_imports_no_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tests.compat.petastorm_read import read_rows\n"
+            f"rows = read_rows({_url('all_codecs')!r})\n"
+            "from petastream.compat.etl import rowgroup_indexing\n"
+            f"rowgroup_indexing.get_row_group_indexes({_url('indexed')!r})\n"
+            "print(len(rows), 'pyspark' in sys.modules)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.split() == ["10", "False"]
+
+
+def test_fsspec_url_file_list_and_pyarrow_filesystem():
+    import fsspec
+    import pyarrow.fs
+
+    memory = fsspec.filesystem("memory")
+    memory.put(_url("partitioned"), "/fixture-partitioned", recursive=True)
+    try:
+        url = "memory://fixture-partitioned"
+        assert dataset_metadata.get_schema(url)._name == "Partitioned"
+        assert [[p.path, p.row_group] for p in dataset_metadata.load_row_groups(url)] == _expected("partitioned")["pieces"]
+        files = [f"{url}/{p}" for p, _ in _expected("partitioned")["pieces"]]
+        assert dataset_metadata.get_schema_from_dataset_url(files)._name == "Partitioned"
+    finally:
+        memory.rm("/fixture-partitioned", recursive=True)
+    local = pyarrow.fs.LocalFileSystem()
+    assert dataset_metadata.get_schema_from_dataset_url(_url("indexed"), filesystem=local)._name == "Indexed"
+    with pytest.raises(TypeError, match="filesystem: expected an fsspec filesystem or a pyarrow.fs.FileSystem"):
+        dataset_metadata.get_schema_from_dataset_url(_url("indexed"), filesystem=object())

@@ -39,7 +39,7 @@ class RowGroupPiece(NamedTuple):
     partition_keys: tuple[tuple[str, str], ...] = ()
 
 
-def _as_fsspec(filesystem: Any) -> Any:
+def _as_fsspec(filesystem: Any, argument: str) -> Any:
     """An fsspec filesystem for a ``filesystem`` argument: fsspec's own or a ``pyarrow.fs`` one."""
     import fsspec
 
@@ -52,19 +52,20 @@ def _as_fsspec(filesystem: Any) -> Any:
 
         return ArrowFSWrapper(filesystem)
     raise InvalidArgumentTypeError(
-        f"filesystem: expected an fsspec filesystem or a pyarrow.fs.FileSystem, got "
+        f"{argument}: expected an fsspec filesystem or a pyarrow.fs.FileSystem, got "
         f"{type(filesystem).__module__}.{type(filesystem).__name__} (pyarrow's legacy "
         "pyarrow.filesystem classes are gone since pyarrow 15); pass storage_options instead, or a "
         "pyarrow.fs.FileSystem")
 
 
 def locate(dataset_url: str | os.PathLike, storage_options: dict | None = None,
-           filesystem: Any = None) -> Location:
-    """The dataset directory of ``dataset_url``, on ``filesystem`` if one is given."""
+           filesystem: Any = None, argument: str = "filesystem") -> Location:
+    """The dataset directory of ``dataset_url``, on ``filesystem`` if one is given (``argument``
+    names where it came from in an error)."""
     url = os.fspath(dataset_url)
     if filesystem is None:
         return resolve(url, storage_options)
-    fs = _as_fsspec(filesystem)
+    fs = _as_fsspec(filesystem, argument)
     return Location(url.rstrip("/"), fs._strip_protocol(url).rstrip("/"), fs)
 
 

@@ -110,7 +110,7 @@ def materialize_dataset(spark: Any, dataset_url: str, schema: Unischema, row_gro
     try:
         yield
         filesystem = filesystem_factory() if filesystem_factory is not None else None
-        location = _store.locate(dataset_url, filesystem=filesystem)
+        location = _store.locate(dataset_url, filesystem=filesystem, argument="filesystem_factory()")
         write_dataset_metadata(location, schema, use_summary_metadata)
     finally:
         settings.restore()
