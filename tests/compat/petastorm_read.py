@@ -17,7 +17,7 @@ def read_rows(url: str, schema: Any = None) -> list[Any]:
     schema = schema or dataset_metadata.get_schema(url)
     rows: list[Any] = []
     for piece in dataset_metadata.load_row_groups(url):
-        with _store._open(location, piece.path) as f:
+        with _store.open_file(location, piece.path) as f:
             table = pq.ParquetFile(f).read_row_group(piece.row_group)
         for name, value in piece.partition_keys:
             table = table.append_column(name, pa.array([value] * table.num_rows))

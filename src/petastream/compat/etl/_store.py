@@ -23,7 +23,7 @@ from petastream.errors import InvalidArgumentTypeError
 from petastream.mds.storage import Location, resolve
 
 __all__ = ["RowGroupPiece", "locate", "list_pieces", "read_key_value_metadata", "row_groups_per_file",
-           "footer", "write_common_metadata", "partition_keys", "pieces_from_counts", "json_counts",
+           "footer", "open_file", "write_common_metadata", "partition_keys", "pieces_from_counts", "json_counts",
            "summary_counts", "COMMON_METADATA", "SUMMARY_METADATA"]
 
 COMMON_METADATA = "_common_metadata"
@@ -101,14 +101,14 @@ def partition_keys(relative_path: str) -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
-def _open(location: Location, name: str) -> Any:
+def open_file(location: Location, name: str) -> Any:
     local = location.local_file(name)
     return open(local, "rb") if local is not None else location.fs.open(location._join(name), "rb")
 
 
 def footer(location: Location, name: str) -> pq.FileMetaData:
     """The Parquet footer of ``name`` (only its last bytes are read)."""
-    with _open(location, name) as f:
+    with open_file(location, name) as f:
         return pq.read_metadata(f)
 
 

@@ -56,7 +56,7 @@ def _index_piece(info: PieceInfo, url: str, storage_options: dict | None, indexe
     columns = sorted({c for indexer in indexers for c in indexer.column_names})
     partitions = dict(info.partition_keys)
     stored = [c for c in columns if c not in partitions]
-    with _store._open(location, info.path) as f:
+    with _store.open_file(location, info.path) as f:
         table = pq.ParquetFile(f).read_row_group(info.row_group, columns=stored)
     for name in columns:
         if name in partitions:
