@@ -131,7 +131,7 @@ def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) ->
             raise InvalidArgumentError(
                 f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
                 f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
-        return url_or_source  # type: ignore[no-any-return]
+        return url_or_source
     if not isinstance(url_or_source, (str, os.PathLike)):
         raise InvalidArgumentTypeError(
             f"a loader reads a dataset URL or path (str) or a petastream Source, got "

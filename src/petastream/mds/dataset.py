@@ -211,7 +211,7 @@ class MDSDataset:
                 yield data.get_item(i)
 
     def read_shard(self, shard: int, ids: np.ndarray | None = None,
-                   columns: list[str] | None = None) -> dict[str, Any]:
+                   columns: Sequence[str] | None = None) -> dict[str, Any]:
         """Decode samples ``ids`` of one shard (all when None) into columns, in bulk."""
         return self.shard(shard).read_columns(ids, columns, self.strings)
 
@@ -221,7 +221,7 @@ class MDSDataset:
 
         return read_ids(self, ids, columns)
 
-    def read_parts(self, groups: Iterable[Any], n: int, columns: list[str] | None = None) -> dict[str, Any]:
+    def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """One block of ``n`` rows from several shards: each group (``shard``, ``local_ids``,
         ``positions``; the groups' positions cover ``0..n-1`` once) read in the order given,
         its row ``j`` landing at row ``positions[j]``.

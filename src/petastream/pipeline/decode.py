@@ -180,7 +180,8 @@ def decode_groups(ds: Source, plan: Any, group: int, worker_id: int = 0, num_wor
         want, todo = min(cap, max(1, _FIRST_CHUNK // plan.batch_size)), list(enumerate(ranges))
         i = 0
         while i < len(todo):
-            picked, count = [], 0
+            picked: list[tuple[int, int, int]] = []
+            count = 0
             while i < len(todo) and (not picked or count + (todo[i][1][1] - todo[i][1][0]) <= want):
                 k, (a, b) = todo[i]
                 picked.append((worker_id + k * num_workers, a, b))

@@ -21,9 +21,9 @@ import numpy as np
 import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.pipeline.parts import STRING
 from petastream.pipeline.procpool.arena import Strings, pack_strings
 from petastream.pipeline.work import BatchGroup
-from petastream.tf._columns import STRING
 from petastream.tf._loader import TFLoader
 from petastream.tf._source import batch_source
 

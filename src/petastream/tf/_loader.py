@@ -14,11 +14,11 @@ from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.pipeline import BatchLoader, PassWork
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.loader import checked_columns, checked_workers
-from petastream.pipeline.parts import ColumnParts, FlatParts
+from petastream.pipeline.parts import RAGGED, STRING, ColumnParts, FlatParts
 from petastream.pipeline.procpool import AutoExecutor, ProcessExecutor, processes_fit
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source, open_source
-from petastream.tf._columns import RAGGED, STRING, ColumnPlan, plan_columns
+from petastream.tf._columns import ColumnPlan, plan_columns
 from petastream.tf._source import groupable, groups_supported
 
 __all__ = ["TFLoader", "dataset"]
