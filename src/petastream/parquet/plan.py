@@ -191,7 +191,7 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     first_footer = read_footer(first_ref, roots[first_ref.root])
     first_schema = first_footer.metadata.schema.to_arrow_schema()
     lengths = dict(array_lengths or {})
-    specs = column_specs([(f.name, f.type) for f in first_schema], fields, columns, lengths)
+    specs = column_specs([(f.name, f.type) for f in first_schema], fields, columns, lengths, first_ref.url)
     physical = {s.name: s for s in specs if not s.partition}
 
     def scan(ref: ParquetFileRef) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:

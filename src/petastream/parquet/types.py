@@ -134,9 +134,11 @@ def spec_for(name: str, t: Any, length: int | None = None, partition: bool = Fal
 
 def column_specs(fields: Sequence[tuple[str, Any]], partition_fields: Sequence[tuple[str, Any]],
                  columns: Sequence[str] | None = None,
-                 array_lengths: Mapping[str, int | None] | None = None) -> list[ColumnSpec]:
+                 array_lengths: Mapping[str, int | None] | None = None,
+                 where: str = "the Parquet files") -> list[ColumnSpec]:
     """Specs of the columns read: ``columns`` (file or partition columns, in that order), or
-    all of them (the files' columns, then the partition columns)."""
+    all of them (the files' columns, then the partition columns). ``fields``: the columns of
+    ``where`` (the first file: every other file is checked against it)."""
     import pyarrow as pa
 
     types = dict(fields)
@@ -155,7 +157,7 @@ def column_specs(fields: Sequence[tuple[str, Any]], partition_fields: Sequence[t
         wanted = list(columns)
         unknown = [c for c in wanted if c not in types and c not in parts]
         if unknown:
-            raise InvalidArgumentError(f"columns {unknown} are not in the Parquet files; they have {every}")
+            raise InvalidArgumentError(f"columns {unknown} are not in {where}; its columns are {every}")
         if len(set(wanted)) != len(wanted):
             raise InvalidArgumentError(f"columns lists a column twice: {wanted}")
     lengths = dict(array_lengths or {})
