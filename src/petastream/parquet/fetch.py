@@ -142,6 +142,17 @@ class Placement:
         return data
 
     # -- pyarrow's view ----------------------------------------------------------------------
+    def footer(self, unit: Unit, buf: Any) -> Any:
+        """What pyarrow reads ``unit``'s file footer from, given its cache entry's mapping (in
+        ``fetch="row_group"`` the entry's last bytes: pyarrow's own tail read of 64 KiB would
+        reach outside the entry's ranges)."""
+        import pyarrow as pa
+
+        if self.plan.fetch == "file":
+            return pa.BufferReader(pa.py_buffer(buf))
+        f = self.plan.files[unit.file]
+        return pa.BufferReader(pa.py_buffer(memoryview(buf)[len(buf) - f.footer_bytes:]))
+
     def source(self, unit: Unit, buf: Any) -> Any:
         """What pyarrow reads ``unit`` from, given its cache entry's mapping."""
         import pyarrow as pa

@@ -268,10 +268,10 @@ def _shards(rows: list[int], per_shard: int | None) -> tuple[np.ndarray, np.ndar
 
 
 def _auto_fetch(units: list[Unit], infos: list[FileInfo]) -> str:
-    """Row-group ranges where the columns and row groups read are under half of the files'
-    bytes (a projection or a filter leaves most of each file unread); whole files otherwise
-    (one request per file)."""
-    needed = sum(u.range_bytes for u in units)
+    """Row-group ranges where the columns and row groups read (and the copy of its file's
+    footer each row group's entry holds) are under half of the files' bytes (a projection or a
+    filter leaves most of each file unread); whole files otherwise (one request per file)."""
+    needed = sum(u.range_bytes + infos[u.file].footer_bytes for u in units)
     files = sum(infos[i].ref.size for i in {u.file for u in units})
     return "row_group" if files and needed < files / 2 else "file"
 

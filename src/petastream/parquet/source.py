@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +45,7 @@ from petastream.parquet.plan import Plan, Unit, make_plan
 
 __all__ = ["ParquetSource"]
 
+_LIVE: weakref.WeakSet[ParquetSource] = weakref.WeakSet()
 _OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
 _MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
 
@@ -175,6 +178,12 @@ class ParquetSource:
                                 cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
         self.cache.protect(self._keys_needed_soon)
         self._metadata: dict[int, Any] = {}
+        # fetch="file": cached files kept mapped (so pinned: not evicted) while row groups of
+        # theirs are loading or announced, so that read-ahead filling the next file does not
+        # evict the one still being read (see _pin).
+        self._pins: dict[int, Any] = {}
+        self._pins_lock = threading.Lock()
+        _LIVE.add(self)
         self._cached_bytes = self._shard_cache_bytes()
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``.
@@ -311,9 +320,32 @@ class ParquetSource:
         return self._cached_bytes.copy()
 
     def close(self) -> None:
-        """Drop the loaded row groups and the queued read-ahead (reading again reloads)."""
+        """Drop the loaded row groups, the queued read-ahead and the cached files kept mapped
+        (reading again reloads)."""
         self._open.close()
         self._open.release()
+        with self._pins_lock:
+            self._pins.clear()
+
+    def _pin(self, unit: Unit, buf: Any) -> None:
+        """Keep ``unit``'s cached file mapped while other row groups of it are needed soon, and
+        unmap the files no row group needed soon is in (``fetch="file"`` only)."""
+        if self.plan.fetch != "file":
+            return
+        units = self.plan.units
+        soon = {units[u].file for u in self._open.needed_soon()}
+        with self._pins_lock:
+            for f in [f for f in self._pins if f not in soon]:
+                del self._pins[f]
+            if unit.file in soon:
+                self._pins[unit.file] = buf
+
+    def _pressure(self, keep: int) -> None:
+        """The cache is full and a read waits for room: unmap what this source can."""
+        self._open.release()
+        with self._pins_lock:
+            for f in [f for f in self._pins if f != keep]:
+                del self._pins[f]
 
     def _shard_cache_bytes(self) -> np.ndarray:
         plan = self.plan
@@ -352,7 +384,6 @@ class ParquetSource:
     def _load(self, u: int, wait: bool) -> _Loaded | None:
         """Read, select and convert row group ``u`` (None: ``wait`` False and no cache room)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         unit = self.plan.units[u]
         ref = self.plan.files[unit.file].ref
@@ -361,17 +392,21 @@ class ParquetSource:
         if path is not None:
             self.placement.check_in_place(unit, path)
             source: Any = pa.memory_map(path)
+            footer = source
         else:
             size = self.placement.entry_bytes(unit)
             buf = self.cache.get(self.placement.key(unit), size, functools.partial(self.placement.fill, unit),
-                                 limit=self.cache_limit, wait=wait, on_pressure=self._open.release)
+                                 limit=self.cache_limit, wait=wait,
+                                 on_pressure=functools.partial(self._pressure, unit.file))
             if buf is None:
                 return None
+            self._pin(unit, buf)
             if len(buf) != size:
                 raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
                                         "run `petastream cache prune --all` and read again")
             source = self.placement.source(unit, buf)
-        table = self._read_row_group(unit, source, where, pq, pa)
+            footer = self.placement.footer(unit, buf)
+        table = self._read_row_group(unit, source, footer, where)
         cols = {}
         for spec in self.plan.specs:
             if spec.partition:
@@ -381,12 +416,15 @@ class ParquetSource:
                 cols[spec.name] = prepare(spec, table.column(spec.name), self.null_policy, where)
         return _Loaded(cols)
 
-    def _read_row_group(self, unit: Unit, source: Any, where: str, pq: Any, pa: Any) -> Any:
+    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         read = self.plan.read_columns
         try:
             md = self._metadata.get(unit.file)
             if md is None:
-                md = pq.read_metadata(source)
+                md = pq.read_metadata(footer)
                 if len(self._metadata) >= 64:
                     self._metadata.clear()
                 self._metadata[unit.file] = md
@@ -406,3 +444,12 @@ class ParquetSource:
             raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
                                     "changed since the source was opened")
         return table
+
+
+def _after_fork_in_child() -> None:
+    # A read-ahead thread of the parent may have held this lock at fork time.
+    for source in list(_LIVE):
+        source._pins_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
