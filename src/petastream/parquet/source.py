@@ -37,7 +37,7 @@ from petastream.mds.columns import scatter_columns
 from petastream.mds.readahead import OpenShards
 from petastream.mds.sizes import cache_limit_setting, parse_size
 from petastream.mds.storage import Location, resolve
-from petastream.parquet.convert import NULL_POLICIES, constant, empty, prepare, take
+from petastream.parquet.convert import NULL_POLICIES, Text, constant, empty, prepare, take
 from petastream.parquet.discover import discover, listing
 from petastream.parquet.fetch import Placement
 from petastream.parquet.filters import to_expression
@@ -414,6 +414,8 @@ class ParquetSource:
                 cols[spec.name] = constant(spec, value, unit.rows, self.null_policy, where)
             else:
                 cols[spec.name] = prepare(spec, table.column(spec.name), self.null_policy, where)
+            if self.strings == "objects" and isinstance(cols[spec.name], Text):
+                cols[spec.name].objects()  # here, in the read-ahead thread, not in the reader's
         return _Loaded(cols)
 
     def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
