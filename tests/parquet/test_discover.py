@@ -121,3 +121,12 @@ def test_what_is_not_parquet(tmp_path):
         open_parquet(str(root))
     with pytest.raises(FileNotFoundError, match="no Parquet file or directory"):
         open_parquet(str(tmp_path / "missing"))
+
+
+def test_partition_columns_alone(tmp_path):
+    root = str(tmp_path / "t")
+    parts = _hive(root)
+    src = open_parquet(root, columns=["year"], filters=[("id", ">=", 3)])
+    years = src.read(np.arange(len(src)))["year"]
+    assert len(src) == sum(len([i for i in ids if i >= 3]) for ids in parts.values())
+    assert sorted(set(years.tolist())) == [2020, 2021]

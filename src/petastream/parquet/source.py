@@ -348,26 +348,24 @@ class ParquetSource:
                 del self._pins[f]
 
     def _shard_cache_bytes(self) -> np.ndarray:
+        """Each shard's share of the cache entry it is read from (see cached_shard_bytes): an
+        entry's bytes split over its shards by their compressed bytes, exactly (the shares of
+        an entry add up to its size)."""
         plan = self.plan
         out = np.zeros(self.num_shards, dtype=np.int64)
-        weight = np.zeros(self.num_shards, dtype=np.float64)
+        by_entry: dict[int, list[int]] = {}  # a file (fetch="file") or a unit: its shards
         for s in range(self.num_shards):
             unit = plan.units[int(plan.shard_unit[s])]
             if self.placement.local_path(unit) is None:
-                weight[s] = max(1, unit.range_bytes) * int(plan.shard_sizes[s]) / max(1, unit.rows)
-        if plan.fetch == "row_group":
-            for s in range(self.num_shards):
-                unit = plan.units[int(plan.shard_unit[s])]
-                if weight[s]:
-                    out[s] = round(self.placement.entry_bytes(unit) * int(plan.shard_sizes[s]) / max(1, unit.rows))
-            return out
-        by_file: dict[int, list[int]] = {}
-        for s in range(self.num_shards):
-            if weight[s]:
-                by_file.setdefault(plan.units[int(plan.shard_unit[s])].file, []).append(s)
-        for f, shards in by_file.items():
-            total = weight[shards].sum()
-            out[shards] = np.round(plan.files[f].ref.size * weight[shards] / total).astype(np.int64)
+                entry = unit.file if plan.fetch == "file" else int(plan.shard_unit[s])
+                by_entry.setdefault(entry, []).append(s)
+        for shards in by_entry.values():
+            units = [plan.units[int(plan.shard_unit[s])] for s in shards]
+            weight = np.array([max(1, u.range_bytes) * int(plan.shard_sizes[s]) / max(1, u.rows)
+                               for s, u in zip(shards, units)])
+            size = self.placement.entry_bytes(units[0])
+            bounds = np.round(np.concatenate([[0.0], np.cumsum(weight)]) / weight.sum() * size).astype(np.int64)
+            out[shards] = np.diff(bounds)
         return out
 
     def _cost(self, u: int) -> tuple[int, bool]:
