@@ -36,6 +36,7 @@ from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
 from petastream.mds.sizes import cache_limit_setting
 from petastream.mds.sources import ShardSources
 from petastream.mds.storage import Location, resolve
+from petastream.stream.budget import reader_shares
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
 
@@ -119,24 +120,11 @@ class MDSDataset:
         self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
         self._all_in_place = all(p is not None for p in self._in_place)
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
-                                workers=prefetch_workers, **self._budgets())
+                                workers=prefetch_workers, **_shares(self.cache_limit))
         self.cache.protect(self._keys_needed_soon)
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays), or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8; see ``ShardData.read_columns``).
         self.strings = "objects"
-
-    def _budgets(self) -> dict[str, int | None]:
-        """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
-        for shards already read (the rest: the shards decode threads are reading, and other
-        readers), split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
-        if self.cache_limit is None:
-            return {"cached_budget": None, "ahead_budget": None}
-        try:
-            procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-        except ValueError:
-            procs = 1
-        return {"cached_budget": self.cache_limit // (4 * procs),
-                "ahead_budget": self.cache_limit // (4 * procs)}
 
     def _read_sidecar(self) -> dict[str, dict[str, str]]:
         try:
@@ -224,20 +212,11 @@ class MDSDataset:
         """Decode samples ``ids`` of one shard (all when None) into columns, in bulk."""
         return self.shard(shard).read_columns(ids, columns, self.strings)
 
-    def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
+    def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""
-        from petastream.stream.grouping import group_by_shard
+        from petastream.source import read_ids
 
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
-            raise IndexError(f"sample ids out of range for a dataset of {len(self)} samples")
-        if not len(ids):
-            return self.read_shard(0, ids, columns) if self.shards else {}
-        groups = group_by_shard(ids, self.shard_offsets)
-        if len(groups) == 1:  # one shard: read in the order asked, straight into place
-            g = groups[0]
-            return self.read_shard(g.shard, ids - self.shard_offsets[g.shard], columns)
-        return self.read_parts(groups, len(ids), columns)
+        return read_ids(self, ids, columns)
 
     def read_parts(self, groups: Iterable[Any], n: int, columns: list[str] | None = None) -> dict[str, Any]:
         """One block of ``n`` rows from several shards: each group (``shard``, ``local_ids``,
@@ -367,6 +346,12 @@ class MDSDataset:
             buf.madvise(mmap.MADV_WILLNEED)  # start reading it from disk (or a network mount) now
         self.sources.verify_in_place(i, path, buf)
         return buf
+
+
+def _shares(cache_limit: int | None) -> dict[str, int | None]:
+    """What this reader may pin of a limited cache (the budget's rule, :func:`reader_shares`)."""
+    cached, ahead = reader_shares(cache_limit)
+    return {"cached_budget": cached, "ahead_budget": ahead}
 
 
 def _missing_index(loc: Location) -> Exception:

@@ -4,7 +4,7 @@ A column travels as one part (dense, string, or ``uniform`` arrays of one length
 (``ragged``: values and int64 row splits), never one Python object per row. This half of
 :class:`petastream.tf.ColumnPlan` runs in the decode workers; it lives outside
 :mod:`petastream.tf` (whose import loads TensorFlow) so that worker processes
-(:mod:`petastream.pipeline.processes`) can convert without importing TensorFlow.
+(:mod:`petastream.pipeline.procpool.pool`) can convert without importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, PetastreamError
 from petastream.mds.ndarray import Ragged
-from petastream.pipeline.arena import Strings
+from petastream.pipeline.procpool.arena import Strings
 
 __all__ = ["DENSE", "RAGGED", "STRING", "UNIFORM", "ColumnParts", "FlatParts", "NonUniformArrayError"]
 
