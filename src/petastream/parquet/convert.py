@@ -26,7 +26,7 @@ import numpy as np
 from petastream.errors import EncodingError
 from petastream.mds.ndarray import Ragged
 from petastream.parquet.types import ColumnSpec
-from petastream.spark._errors import NullValuesError
+from petastream.spark import NullValuesError
 
 __all__ = ["prepare", "constant", "take", "empty", "Text", "Json", "NULL_POLICIES", "NullValuesError"]
 

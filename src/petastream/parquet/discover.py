@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from petastream.errors import FormatError, InvalidArgumentTypeError, StorageError
-from petastream.mds.storage import Location, resolve
+from petastream.mds.storage import Location, remote_tag, resolve
 
 __all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing"]
 
@@ -164,9 +164,6 @@ def listing(loc: Location, single: bool = False) -> Callable[[str], tuple[int, s
                 raise StorageError(f"cannot stat {path}: {e}") from e
             return st.st_size, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
         return local
-    # One definition of "this version of an object" for both formats.
-    from petastream.mds.storage import _remote_tag
-
     fs = loc.fs
     try:
         fs.invalidate_cache(loc.path)  # a fresh listing: the versions read now
@@ -185,5 +182,5 @@ def listing(loc: Location, single: bool = False) -> Callable[[str], tuple[int, s
                 info = fs.info(path)
             except OSError as e:
                 raise StorageError(f"cannot stat {loc.url}: {path}: {e}") from e
-        return int(info["size"]), _remote_tag(info)
+        return int(info["size"]), remote_tag(info)  # as MDS shards are tagged
     return remote

@@ -45,7 +45,7 @@ from petastream.parquet.plan import Plan, Unit, make_plan
 
 __all__ = ["ParquetSource"]
 
-_LIVE: weakref.WeakSet[ParquetSource] = weakref.WeakSet()
+_LIVE_PINS: weakref.WeakSet[_FilePins] = weakref.WeakSet()
 _OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
 _MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
 
@@ -60,13 +60,51 @@ class _Loaded:
 
 
 def _restore(plan: Plan, kwargs: dict[str, Any]) -> ParquetSource:
-    """A source from its plan (a pickle, or a worker process), once a listing shows that its
-    files are the versions the plan was made from."""
-    source = ParquetSource.__new__(ParquetSource)
-    roots = [resolve(u, kwargs.get("storage_options")) for u in plan.root_urls]
+    """A source from its plan: what a pickle or a worker process reopens."""
+    return ParquetSource(plan.root_urls, plan=plan, **kwargs)
+
+
+class _FilePins:
+    """Cached files (``fetch="file"``) a source keeps mapped, so pinned in the shard cache,
+    while row groups of theirs are loading or announced: read-ahead filling the next file
+    must not evict the one still being read."""
+
+    def __init__(self) -> None:
+        self._maps: dict[int, Any] = {}
+        self.reset_lock()
+        _LIVE_PINS.add(self)
+
+    def reset_lock(self) -> None:
+        self._lock = threading.Lock()
+
+    def keep(self, file: int, buf: Any, soon: set[int]) -> None:
+        """Unmap the files not in ``soon``; keep ``file`` mapped if it is."""
+        with self._lock:
+            for f in [f for f in self._maps if f not in soon]:
+                del self._maps[f]
+            if file in soon:
+                self._maps[file] = buf
+
+    def drop(self, keep: int | None = None) -> None:
+        """Unmap every file but ``keep`` (the cache is full: let eviction have them)."""
+        with self._lock:
+            for f in [f for f in self._maps if f != keep]:
+                del self._maps[f]
+
+
+def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
+                layout: dict[str, Any]) -> list[Location]:
+    """The roots of a given ``plan`` (its files checked unchanged by a listing); the layout
+    options are the plan's, not to be given again."""
+    given = [k for k, v in layout.items() if v is not None]
+    if given:
+        raise InvalidArgumentError(f"{given} are decided by the plan given; pass them without plan=")
+    urls = [os.fspath(u) for u in ([url_or_urls] if isinstance(url_or_urls, (str, os.PathLike)) else url_or_urls)]
+    if urls != list(plan.root_urls):
+        raise InvalidArgumentError(f"plan= was made for {plan.root_urls}, not {urls}")
+    roots = [resolve(u, storage_options) for u in plan.root_urls]
     _check_unchanged(plan, roots)
-    source._setup(plan, roots, kwargs)
-    return source
+    return roots
 
 
 def _check_unchanged(plan: Plan, roots: list[Location]) -> None:
@@ -113,6 +151,9 @@ class ParquetSource:
     ``prefetch_depth`` / ``prefetch_workers``: row groups loaded ahead of the reader, and at once.
     ``memory_limit``: bytes of loaded row groups kept in memory (read-ahead and recently read),
     default the larger of 1 GiB and four of the largest row groups.
+    ``plan``: another source's :attr:`plan` (what pickling and :meth:`reopener` pass): its
+    files, row groups, selections and columns are taken as they are, once a listing shows the
+    files unchanged (no footer read, no filter applied again).
     """
 
     def __init__(
@@ -133,15 +174,22 @@ class ParquetSource:
         prefetch_depth: int = 4,
         prefetch_workers: int = 4,
         memory_limit: int | str | None = None,
+        plan: Plan | None = None,
     ):
         if null_policy not in NULL_POLICIES:
             raise InvalidArgumentError(f"null_policy={null_policy!r}: use one of {NULL_POLICIES}")
         if array_lengths is not None and not isinstance(array_lengths, Mapping):
             raise InvalidArgumentError(f"array_lengths must be a mapping {{column: length}}, got {array_lengths!r}")
-        discovery = discover(url_or_urls, storage_options)
-        plan = make_plan(discovery, columns=columns, expr=to_expression(filters), rows_per_shard=rows_per_shard,
-                         array_lengths=dict(array_lengths or {}), null_policy=null_policy, fetch=fetch)
-        self._setup(plan, discovery.roots, {
+        if plan is None:
+            discovery = discover(url_or_urls, storage_options)
+            plan = make_plan(discovery, columns=columns, expr=to_expression(filters), rows_per_shard=rows_per_shard,
+                             array_lengths=dict(array_lengths or {}), null_policy=null_policy, fetch=fetch)
+            roots = discovery.roots
+        else:
+            roots = _plan_roots(plan, url_or_urls, storage_options, {
+                "columns": columns, "filters": filters, "rows_per_shard": rows_per_shard,
+                "array_lengths": array_lengths, "fetch": fetch if fetch != "auto" else None})
+        self._setup(plan, roots, {
             "storage_options": storage_options, "cache_dir": cache_dir, "cache_limit": cache_limit,
             "null_policy": null_policy, "validate": validate, "read_in_place": read_in_place,
             "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
@@ -178,12 +226,7 @@ class ParquetSource:
                                 cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
         self.cache.protect(self._keys_needed_soon)
         self._metadata: dict[int, Any] = {}
-        # fetch="file": cached files kept mapped (so pinned: not evicted) while row groups of
-        # theirs are loading or announced, so that read-ahead filling the next file does not
-        # evict the one still being read (see _pin).
-        self._pins: dict[int, Any] = {}
-        self._pins_lock = threading.Lock()
-        _LIVE.add(self)
+        self._pins = _FilePins()
         self._cached_bytes = self._shard_cache_bytes()
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``.
@@ -324,28 +367,19 @@ class ParquetSource:
         (reading again reloads)."""
         self._open.close()
         self._open.release()
-        with self._pins_lock:
-            self._pins.clear()
+        self._pins.drop()
 
     def _pin(self, unit: Unit, buf: Any) -> None:
-        """Keep ``unit``'s cached file mapped while other row groups of it are needed soon, and
-        unmap the files no row group needed soon is in (``fetch="file"`` only)."""
-        if self.plan.fetch != "file":
-            return
-        units = self.plan.units
-        soon = {units[u].file for u in self._open.needed_soon()}
-        with self._pins_lock:
-            for f in [f for f in self._pins if f not in soon]:
-                del self._pins[f]
-            if unit.file in soon:
-                self._pins[unit.file] = buf
+        """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
+        the files no row group needed soon is in (``fetch="file"`` only: see _FilePins)."""
+        if self.plan.fetch == "file":
+            units = self.plan.units
+            self._pins.keep(unit.file, buf, {units[u].file for u in self._open.needed_soon()})
 
     def _pressure(self, keep: int) -> None:
         """The cache is full and a read waits for room: unmap what this source can."""
         self._open.release()
-        with self._pins_lock:
-            for f in [f for f in self._pins if f != keep]:
-                del self._pins[f]
+        self._pins.drop(keep)
 
     def _shard_cache_bytes(self) -> np.ndarray:
         """Each shard's share of the cache entry it is read from (see cached_shard_bytes): an
@@ -447,9 +481,9 @@ class ParquetSource:
 
 
 def _after_fork_in_child() -> None:
-    # A read-ahead thread of the parent may have held this lock at fork time.
-    for source in list(_LIVE):
-        source._pins_lock = threading.Lock()
+    # A read-ahead thread of the parent may have held a pins lock at fork time.
+    for pins in list(_LIVE_PINS):
+        pins.reset_lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

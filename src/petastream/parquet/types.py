@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.spark._errors import UnsupportedColumnError
+from petastream.spark import UnsupportedColumnError
 
 __all__ = ["ColumnSpec", "column_specs", "UnsupportedColumnError"]
 
