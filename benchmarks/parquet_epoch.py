@@ -8,12 +8,12 @@ Workloads: 'tabular' and 'binary' (:mod:`benchmarks.workloads`), the Parquet cop
   (:func:`petastream.bench.torch_floor`, as ``torch_epoch``);
 * ``ParquetSource`` + ``petastream.torch.loader`` (1 and 2 decode threads): one loader built
   once, iterated once per epoch (warm-up, then best of 3), as ``torch_epoch`` measures MDS;
-  'unavailable' while the loaders take only MDS URLs;
 * ``ParquetSource`` decode path, one thread: the loader's own plan (``StreamPlanner``, default
   block and window), each chunk read with ``pipeline.decode.read_chunk`` after announcing the
   next chunks' shards to the source, batches sliced and turned into tensors: what a decode
   worker does, without the loader around it;
-* the same decode path over the MDS copy of the same rows, for reference.
+* the same decode path, and ``torch.loader`` with 2 threads, over the MDS copy of the same
+  rows, for reference.
 
 ``python -m benchmarks.parquet_epoch --rows 200000``.
 """
@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> list[Result]:
         base.again()
         rows.append(epoch_result(name, "MDS decode path, 1 thread (reference)", n,
                                  decode_epochs(functools.partial(MDSDataset, paths["mds"]))))
+        base.again()
+        rows.append(epoch_result(name, "MDS + torch.loader, 2 threads (reference)", n,
+                                 loader_epochs(functools.partial(MDSDataset, paths["mds"]), 2)))
         base.again()
         results += [base.result(name, FLOOR, n), *rows]
     return results
