@@ -92,3 +92,19 @@ def test_a_cache_limit_below_the_data_bounds_the_cache(s3_data, pq_dir, tmp_path
     assert cache.usage().entries < len(sizes)  # the first file was evicted to make room
     gets = _parquet_gets(server)
     assert len(gets) == len(sizes) and set(gets.values()) == {1}, gets  # each file once in a pass
+
+
+@pytest.mark.timeout(300)
+def test_a_shuffled_loader_epoch_within_a_bounded_cache(s3_data, tmp_path):
+    from petastream.torch import loader
+
+    url, server = s3_data
+    probe = open_parquet(url, cache_dir=str(tmp_path / "probe"))
+    limit = int(max(f.ref.size for f in probe.plan.files) * 2.5)
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit=limit, fetch="file", columns=["id", "s"])
+    dl = loader(src, 16, shuffle=True, seed=3, num_workers=2)
+    assert dl.cache_fit is not None  # the shuffle window fitted to the cache (stream.budget)
+    for _ in range(2):
+        ids = [i for b in dl for i in b["id"].tolist()]
+        assert sorted(ids) == list(range(N))
+        assert ShardCache.at(str(tmp_path / "cache")).usage().total_bytes <= limit
