@@ -1,4 +1,5 @@
-"""Where each row group of a Parquet source is read from, and how remote bytes enter the cache.
+"""Where each row group of a Parquet source is read from, and how remote bytes enter the cache
+(and stay there while being read: :class:`FilePins`).
 
 A local file is read **in place** (memory-mapped where it lies; its listing tag is checked
 before each load, so a file rewritten since the source was opened fails loudly instead of
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import weakref
 from typing import Any, BinaryIO
 
 from petastream.errors import CorruptShardError, StorageError
@@ -32,7 +35,9 @@ from petastream.mds.storage import Location, is_remote_mount
 from petastream.parquet.footer import RangeFile, fetcher, footer_digest
 from petastream.parquet.plan import FileInfo, Plan, Unit
 
-__all__ = ["Placement"]
+__all__ = ["Placement", "FilePins"]
+
+_LIVE_PINS: weakref.WeakSet[FilePins] = weakref.WeakSet()
 
 _PIECE = 64 << 20  # bytes per request when a whole file is fetched
 
@@ -170,3 +175,40 @@ class Placement:
         # A reader reaching outside the ranges (an old writer's padding) fetches what it needs.
         rf = RangeFile(f.ref.size, parts, fetcher(loc, f.ref.path), f"{f.ref.url} (cached ranges)")
         return pa.PythonFile(rf, mode="r")
+
+
+class FilePins:
+    """Cached files (``fetch="file"``) a source keeps mapped, so pinned in the shard cache,
+    while row groups of theirs are loading or announced: read-ahead filling the next file
+    must not evict the one still being read."""
+
+    def __init__(self) -> None:
+        self._maps: dict[int, Any] = {}
+        self.reset_lock()
+        _LIVE_PINS.add(self)
+
+    def reset_lock(self) -> None:
+        self._lock = threading.Lock()
+
+    def keep(self, file: int, buf: Any, soon: set[int]) -> None:
+        """Unmap the files not in ``soon``; keep ``file`` mapped if it is."""
+        with self._lock:
+            for f in [f for f in self._maps if f not in soon]:
+                del self._maps[f]
+            if file in soon:
+                self._maps[file] = buf
+
+    def drop(self, keep: int | None = None) -> None:
+        """Unmap every file but ``keep`` (the cache is full: let eviction have them)."""
+        with self._lock:
+            for f in [f for f in self._maps if f != keep]:
+                del self._maps[f]
+
+
+def _after_fork_in_child() -> None:
+    # A read-ahead thread of the parent may have held a pins lock at fork time.
+    for pins in list(_LIVE_PINS):
+        pins.reset_lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

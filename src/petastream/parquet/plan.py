@@ -23,12 +23,12 @@ import numpy as np
 from petastream.errors import FormatError, InvalidArgumentError
 from petastream.mds.storage import Location
 from petastream.parquet.convert import NullValuesError
-from petastream.parquet.discover import Discovery, ParquetFileRef
+from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
 from petastream.parquet.types import ColumnSpec, column_specs, spec_for
 
-__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "FETCH_MODES"]
+__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "check_unchanged", "FETCH_MODES"]
 
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
@@ -287,3 +287,23 @@ def _fingerprint(plan: Plan) -> str:
             h.update(u.mask)
     h.update(plan.shard_sizes.tobytes())
     return h.hexdigest()
+
+
+def check_unchanged(plan: Plan, roots: list[Location]) -> None:
+    """Fail unless every file of ``plan`` is still the version it was made from (one listing
+    per root): a plan travelling to another process must not read other bytes."""
+    listings: dict[int, Any] = {}
+    for f in plan.files:
+        ref = f.ref
+        tags = listings.get(ref.root)
+        if tags is None:
+            loc = roots[ref.root]
+            tags = listings[ref.root] = listing(loc, single=not loc.isdir())
+        try:
+            size, tag = tags(ref.path)
+        except OSError:
+            size, tag = -1, "missing"
+        if (size, tag) != (ref.size, ref.tag):
+            raise FormatError(
+                f"{ref.url} changed since this Parquet source was opened (size or version differ); "
+                "open it again (ParquetSource(...)) instead of unpickling a stale handle")

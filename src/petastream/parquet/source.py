@@ -24,28 +24,25 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from petastream.errors import CorruptShardError, FormatError, InvalidArgumentError
+from petastream.errors import CorruptShardError, InvalidArgumentError
 from petastream.mds.cache import ShardCache, default_cache_root
 from petastream.mds.columns import scatter_columns
 from petastream.mds.readahead import OpenShards
 from petastream.mds.sizes import cache_limit_setting, parse_size
 from petastream.mds.storage import Location, resolve
 from petastream.parquet.convert import NULL_POLICIES, Text, constant, empty, prepare, take
-from petastream.parquet.discover import discover, listing
-from petastream.parquet.fetch import Placement
+from petastream.parquet.discover import discover
+from petastream.parquet.fetch import FilePins, Placement
 from petastream.parquet.filters import to_expression
-from petastream.parquet.plan import Plan, Unit, make_plan
+from petastream.parquet.plan import Plan, Unit, check_unchanged, make_plan
 
 __all__ = ["ParquetSource"]
 
-_LIVE_PINS: weakref.WeakSet[_FilePins] = weakref.WeakSet()
 _OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
 _MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
 
@@ -64,34 +61,6 @@ def _restore(plan: Plan, kwargs: dict[str, Any]) -> ParquetSource:
     return ParquetSource(plan.root_urls, plan=plan, **kwargs)
 
 
-class _FilePins:
-    """Cached files (``fetch="file"``) a source keeps mapped, so pinned in the shard cache,
-    while row groups of theirs are loading or announced: read-ahead filling the next file
-    must not evict the one still being read."""
-
-    def __init__(self) -> None:
-        self._maps: dict[int, Any] = {}
-        self.reset_lock()
-        _LIVE_PINS.add(self)
-
-    def reset_lock(self) -> None:
-        self._lock = threading.Lock()
-
-    def keep(self, file: int, buf: Any, soon: set[int]) -> None:
-        """Unmap the files not in ``soon``; keep ``file`` mapped if it is."""
-        with self._lock:
-            for f in [f for f in self._maps if f not in soon]:
-                del self._maps[f]
-            if file in soon:
-                self._maps[file] = buf
-
-    def drop(self, keep: int | None = None) -> None:
-        """Unmap every file but ``keep`` (the cache is full: let eviction have them)."""
-        with self._lock:
-            for f in [f for f in self._maps if f != keep]:
-                del self._maps[f]
-
-
 def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
                 layout: dict[str, Any]) -> list[Location]:
     """The roots of a given ``plan`` (its files checked unchanged by a listing); the layout
@@ -103,26 +72,8 @@ def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
     if urls != list(plan.root_urls):
         raise InvalidArgumentError(f"plan= was made for {plan.root_urls}, not {urls}")
     roots = [resolve(u, storage_options) for u in plan.root_urls]
-    _check_unchanged(plan, roots)
+    check_unchanged(plan, roots)
     return roots
-
-
-def _check_unchanged(plan: Plan, roots: list[Location]) -> None:
-    listings: dict[int, Any] = {}
-    for f in plan.files:
-        ref = f.ref
-        tags = listings.get(ref.root)
-        if tags is None:
-            loc = roots[ref.root]
-            tags = listings[ref.root] = listing(loc, single=not loc.isdir())
-        try:
-            size, tag = tags(ref.path)
-        except OSError:
-            size, tag = -1, "missing"
-        if (size, tag) != (ref.size, ref.tag):
-            raise FormatError(
-                f"{ref.url} changed since this Parquet source was opened (size or version differ); "
-                "open it again (ParquetSource(...)) instead of unpickling a stale handle")
 
 
 class ParquetSource:
@@ -226,7 +177,7 @@ class ParquetSource:
                                 cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
         self.cache.protect(self._keys_needed_soon)
         self._metadata: dict[int, Any] = {}
-        self._pins = _FilePins()
+        self._pins = FilePins()
         self._cached_bytes = self._shard_cache_bytes()
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``.
@@ -371,7 +322,7 @@ class ParquetSource:
 
     def _pin(self, unit: Unit, buf: Any) -> None:
         """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
-        the files no row group needed soon is in (``fetch="file"`` only: see _FilePins)."""
+        the files no row group needed soon is in (``fetch="file"`` only: see FilePins)."""
         if self.plan.fetch == "file":
             units = self.plan.units
             self._pins.keep(unit.file, buf, {units[u].file for u in self._open.needed_soon()})
@@ -478,12 +429,3 @@ class ParquetSource:
             raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
                                     "changed since the source was opened")
         return table
-
-
-def _after_fork_in_child() -> None:
-    # A read-ahead thread of the parent may have held a pins lock at fork time.
-    for pins in list(_LIVE_PINS):
-        pins.reset_lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
