@@ -36,7 +36,7 @@ from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
 from petastream.mds.sizes import cache_limit_setting
 from petastream.mds.sources import ShardSources
 from petastream.mds.storage import Location, resolve
-from petastream.stream.budget import reader_shares
+from petastream.stream.budget import local_readers, reader_shares
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
 
@@ -113,6 +113,9 @@ class MDSDataset:
         self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(cache_limit)
+        #: Processes of this node expected to read through the cache at once (torchrun's
+        #: LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them.
+        self.cache_readers = local_readers()
         #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
@@ -120,7 +123,7 @@ class MDSDataset:
         self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
         self._all_in_place = all(p is not None for p in self._in_place)
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
-                                workers=prefetch_workers, **_shares(self.cache_limit))
+                                workers=prefetch_workers, **_shares(self.cache_limit, self.cache_readers))
         self.cache.protect(self._keys_needed_soon)
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays), or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8; see ``ShardData.read_columns``).
@@ -256,6 +259,8 @@ class MDSDataset:
         if bad:
             raise IndexError(f"shards {bad[:5]} out of range ({n} shards)")
         self._open.prefetch(wanted)
+        if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
+            self.cache.announce()
 
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
@@ -263,6 +268,8 @@ class MDSDataset:
         what it needs; arrays a caller still holds keep their own shard mapped."""
         self._open.close()
         self._open.release()
+        if not self._all_in_place:
+            self.cache.announce()
 
     def shard(self, i: int) -> ShardData:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
@@ -348,9 +355,9 @@ class MDSDataset:
         return buf
 
 
-def _shares(cache_limit: int | None) -> dict[str, int | None]:
+def _shares(cache_limit: int | None, readers: int) -> dict[str, int | None]:
     """What this reader may pin of a limited cache (the budget's rule, :func:`reader_shares`)."""
-    cached, ahead = reader_shares(cache_limit)
+    cached, ahead = reader_shares(cache_limit, readers)
     return {"cached_budget": cached, "ahead_budget": ahead}
 
 

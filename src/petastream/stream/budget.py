@@ -19,6 +19,11 @@ the same, and the order stays a pure function of its arguments):
   largest shard (:func:`span_bytes`). That last shard of room is the slack a fill needs while
   a shard just read is still mapped.
 
+Readers sharing one cache (the ranks of a node, each at its own pace) each get an equal share
+of the limit (``readers``): the shards one reader's windows hold must not evict another's, and
+eviction spares what every reader announced (:mod:`petastream.mds.announce`) only if the
+announced sets fit together.
+
 :func:`reach` then bounds a loader's chunks and read-ahead so that its positions in use (the
 chunks being decoded plus the ones announced ahead) stay within one window. The smallest
 workable limit is :data:`MIN_SHARDS` of the largest shard; below it :func:`fit_to_cache` raises.
@@ -44,8 +49,8 @@ from petastream.errors import InvalidArgumentError
 from petastream.stream._checks import positive, shard_sizes_array
 from petastream.stream.order import DEFAULT_WINDOW
 
-__all__ = ["CacheFit", "LoaderBudget", "MIN_SHARDS", "chunk_samples", "fit_to_cache", "reach",
-           "reader_shares", "span_bytes"]
+__all__ = ["CacheFit", "LoaderBudget", "MIN_SHARDS", "chunk_samples", "fit_to_cache", "local_readers",
+           "reach", "reader_shares", "span_bytes"]
 
 log = logging.getLogger("petastream.stream")
 
@@ -114,29 +119,40 @@ def fit_to_cache(
     shard_sizes: Sequence[int] | np.ndarray,
     shard_bytes: Sequence[int] | np.ndarray,
     cache_limit: int,
+    readers: int = 1,
 ) -> CacheFit | None:
-    """The shuffle that fits ``cache_limit`` bytes of cache (None: the whole dataset fits, the
-    defaults do too). ``shard_bytes``: each shard's size in the cache (raw, decompressed; 0
-    for shards read in place). Raises :class:`InvalidArgumentError` below :data:`MIN_SHARDS`."""
+    """The shuffle that fits ``cache_limit`` bytes of cache shared by ``readers`` readers, each
+    with its own position (None: the whole dataset fits, the defaults do too).
+    ``shard_bytes``: each shard's size in the cache (raw, decompressed; 0 for shards read in
+    place). Raises :class:`InvalidArgumentError` when a reader's share is below
+    :data:`MIN_SHARDS`."""
     sizes = shard_sizes_array(shard_sizes)
     nbytes = np.asarray(shard_bytes, dtype=np.int64)
     limit = positive("cache_limit", cache_limit, "bytes of shard cache")
+    readers = positive("readers", readers, "processes reading through the cache")
     cached = nbytes[sizes > 0]
     if not cached.size or int(cached.sum()) <= limit:
         return None
     biggest = int(cached.max())
-    room = limit // biggest
+    share = limit // readers
+    room = share // biggest
     if room < MIN_SHARDS:
+        need = MIN_SHARDS * biggest * readers
+        if readers == 1:
+            shared, whose, total = "", "the limit", ""
+        else:
+            shared = f" shared by {readers} readers of this node (LOCAL_WORLD_SIZE)"
+            whose, total = f"each reader's share ({_mb(share)})", f" each, {_mb(need)} in all"
         raise InvalidArgumentError(
-            f"cache_limit={_mb(limit)} is too small to shuffle this dataset: its largest shard is "
-            f"{_mb(biggest)} in the cache (decompressed), so the limit holds {room} of them, and a "
-            f"shuffled read needs at least {MIN_SHARDS} (the shard it reads, the next one, one being "
-            f"replaced) = {_mb(MIN_SHARDS * biggest)}. Raise cache_limit to {_mb(MIN_SHARDS * biggest)} "
+            f"cache_limit={_mb(limit)}{shared} is too small to shuffle this dataset: its largest "
+            f"shard is {_mb(biggest)} in the cache (decompressed), so {whose} holds {room} of them, "
+            f"and a shuffled read needs at least {MIN_SHARDS} (the shard it reads, the next one, one "
+            f"being replaced) = {_mb(MIN_SHARDS * biggest)}{total}. Raise cache_limit to {_mb(need)} "
             "or more, or pass window= and block_size= (each shard is then downloaded more than "
             "once per epoch), or shuffle=False"
         )
     samples, nbytes = sizes[sizes > 0], cached
-    n, budget = int(samples.sum()), limit - biggest  # one shard of slack for a fill
+    n, budget = int(samples.sum()), share - biggest  # one shard of slack for a fill
     lo, hi = 1, min(n, DEFAULT_WINDOW)  # the largest window whose two-window span fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -145,10 +161,12 @@ def fit_to_cache(
         else:
             hi = mid - 1
     working = span_bytes(samples, nbytes, min(n, 2 * lo))
-    reason = (f"cache_limit={_mb(limit)}, shards of up to {_mb(biggest)} cached: whole-shard blocks "
-              f"and a window of {lo} samples keep the shards of two consecutive windows within "
-              f"{_mb(working)}, one shard below the limit (the dataset: {sizes.size} shards, "
-              f"{_mb(int(nbytes.sum()))} cached)")
+    shared = "" if readers == 1 else f" shared by {readers} readers"
+    below = "the limit" if readers == 1 else "a reader's share"
+    reason = (f"cache_limit={_mb(limit)}{shared}, shards of up to {_mb(biggest)} cached: whole-shard "
+              f"blocks and a window of {lo} samples keep the shards of two consecutive windows within "
+              f"{_mb(working)}, one shard below {below} "
+              f"(the dataset: {sizes.size} shards, {_mb(int(nbytes.sum()))} cached)")
     return CacheFit(block_size=int(sizes.max()), window=lo, working_bytes=working, reason=reason)
 
 
@@ -180,17 +198,22 @@ def chunk_samples(stored_bytes: int, num_samples: int, window: int) -> int:
     return max(1, min(max(window, MIN_CHUNK), MAX_CHUNK_BYTES // row_bytes))
 
 
-def reader_shares(cache_limit: int | None) -> tuple[int | None, int | None]:
+def local_readers() -> int:
+    """Reader processes of this node sharing its shard cache: torchrun's ``LOCAL_WORLD_SIZE``
+    (one per rank; a rank's DataLoader workers read one plan together), else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def reader_shares(cache_limit: int | None, readers: int = 1) -> tuple[int | None, int | None]:
     """``(cached, ahead)``: bytes of a limited cache one reader may pin for shards already read
     and for read-ahead: a quarter each (the rest: the shards its decode threads are reading,
-    and other readers), split between the node's ranks (torchrun's ``LOCAL_WORLD_SIZE``)."""
+    and other readers), split between the node's ``readers`` (:func:`local_readers`)."""
     if cache_limit is None:
         return None, None
-    try:
-        procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        procs = 1
-    share = cache_limit // (4 * procs)
+    share = cache_limit // (4 * readers)
     return share, share
 
 
@@ -209,7 +232,8 @@ class LoaderBudget:
         self.source, self.readahead = source, readahead
         self.fit: CacheFit | None = None
         if shuffle and window is None and block_size is None and source.cache_limit is not None:
-            self.fit = fit_to_cache(source.shard_sizes, source.cached_shard_bytes(), source.cache_limit)
+            self.fit = fit_to_cache(source.shard_sizes, source.cached_shard_bytes(), source.cache_limit,
+                                    readers=local_readers())
             if self.fit is not None:
                 log.info("shuffle window %d samples, block size %d, to fit the shard cache: %s",
                          self.fit.window, self.fit.block_size, self.fit.reason)
