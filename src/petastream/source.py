@@ -124,21 +124,22 @@ def is_source(value: Any) -> bool:
 
 
 def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) -> Source:
-    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, else the
-    dataset at that URL opened with ``options`` (an MDS dataset: ``index.json`` there)."""
+    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, else what is
+    at that URL (or list of URLs) opened with ``options``: an MDS dataset where ``index.json``
+    is, else Parquet files (:func:`petastream.sources.resolve_source` decides)."""
     if is_source(url_or_source):
         if options:
             raise InvalidArgumentError(
                 f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
                 f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
         return url_or_source
-    if not isinstance(url_or_source, (str, os.PathLike)):
+    if not isinstance(url_or_source, (str, os.PathLike, list, tuple)):
         raise InvalidArgumentTypeError(
-            f"a loader reads a dataset URL or path (str) or a petastream Source, got "
-            f"{type(url_or_source).__name__}")
-    from petastream.mds.dataset import MDSDataset
+            f"a loader reads a dataset URL or path (str), a list of Parquet URLs, or a petastream "
+            f"Source, got {type(url_or_source).__name__}")
+    from petastream.sources import resolve_source
 
-    return MDSDataset(os.fspath(url_or_source), **dict(options or {}))
+    return resolve_source(url_or_source, **dict(options or {}))
 
 
 def read_ids(source: Source, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:

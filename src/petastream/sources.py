@@ -33,7 +33,7 @@ def detect_format(url: str | os.PathLike, storage_options: dict | None = None) -
     if loc.exists("index.json"):
         return "mds"
     if not loc.exists():
-        raise FileNotFoundError(f"nothing at {loc.url}: expected an MDS dataset (index.json) or Parquet files")
+        raise FileNotFoundError(f"nothing at {loc.url}: no MDS dataset (index.json not found) and no Parquet files")
     if not loc.isdir():
         return "parquet"  # a file given by name: the Parquet reader says if it is not one
     names = [n for n in loc.listdir() if not n.startswith(("_", "."))]

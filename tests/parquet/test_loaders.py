@@ -89,3 +89,22 @@ def test_two_ranks_with_workers_read_every_row_once_and_resume(source):
         assert [s for b in got for s in b] and all(len(b) == 16 for b in got)
         seen += [i for b in got for i in b]
     assert len(seen) == len(set(seen)) == N // 32 * 32  # every row at most once, both ranks together
+
+
+def test_loaders_take_a_parquet_url_as_they_take_an_mds_one(tmp_path):
+    """petastream.torch.loader(url) and petastream.tf.dataset(url) read a Parquet directory (or
+    a list of files) the way they read an MDS dataset: the format is what is at the URL."""
+    import petastream.tf as ptf
+    from petastream.torch import loader
+
+    for k in range(2):
+        pq.write_table(pa.table({"id": np.arange(k * 50, k * 50 + 50), "x": np.ones(50, np.float32)}),
+                       str(tmp_path / f"part-{k}.parquet"), row_group_size=20)
+    url = str(tmp_path)
+    torch_ids = sorted(int(i) for b in loader(url, 16, shuffle=True, seed=1) for i in b["id"])
+    tf_ids = sorted(int(i) for b in ptf.dataset(url, 16, worker_type="thread") for i in b["id"].numpy())
+    files = [str(tmp_path / "part-0.parquet"), str(tmp_path / "part-1.parquet")]
+    listed = sorted(int(i) for b in loader(files, 16) for i in b["id"])
+    assert torch_ids == tf_ids == listed == list(range(100))
+    with pytest.raises(TypeError, match="read as PARQUET"):
+        loader(url, 16, dataset_options={"split": "train"})  # an MDS-only option
