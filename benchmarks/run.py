@@ -18,6 +18,7 @@ BENCHMARKS = {
     "materialize": ("benchmarks.materialize", "spark df.write.parquet (snappy)"),
     "torch_epoch": ("benchmarks.torch_epoch", "floor: numpy perm+gather+from_numpy"),
     "tf_epoch": ("benchmarks.tf_epoch", "floor: numpy perm+gather+convert_to_tensor"),
+    "parquet_epoch": ("benchmarks.parquet_epoch", "floor: numpy perm+gather+from_numpy"),
 }
 PEER_CHOICES = (*peer_envs.PEERS, "compat")
 

@@ -18,7 +18,7 @@ def _isolated_shard_cache(tmp_path, monkeypatch):
     yield
     # Worker processes parked by this test's loaders serve only this test's environment (its
     # cache dir): stop them now rather than a minute later, beside the next tests' workers.
-    parking = sys.modules.get("petastream.pipeline.parking")
+    parking = sys.modules.get("petastream.pipeline.procpool.parking")
     if parking is not None:
         parking.shutdown_idle()
 

@@ -16,7 +16,7 @@ BUILTINS = (ValueError, TypeError, OSError, RuntimeError, IndexError, KeyError, 
 
 def test_every_name_in_all_is_an_error_class():
     assert all(isinstance(c, type) and issubclass(c, errors.PetastreamError) for c in CLASSES)
-    names = {n for n in dir(errors) if isinstance(getattr(errors, n), type)
+    names = {n for n in dir(errors) if isinstance(getattr(errors, n), type) and not n.startswith("_")
              and issubclass(getattr(errors, n), BaseException)}
     assert names == set(errors.__all__)  # none defined and left out of __all__
 

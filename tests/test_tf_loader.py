@@ -475,7 +475,7 @@ def test_batch_groups_under_a_cache_fitted_shuffle_fit_its_chunks(tmp_path):
     loader = TFLoader(petastream.open(path, cache_dir=str(tmp_path / "c"), cache_limit=raw // 3), 100,
                       shuffle=True, seed=1, num_workers=2)
     assert loader.cache_fit is not None
-    work = loader._work(loader.planner.plan())
+    work = loader.pass_work(loader.planner.plan())
     assert work.max_chunk is not None and 1 <= work.group * 100 <= max(100, work.max_chunk)
     ids = np.concatenate([b["id"].numpy() for b in loader.as_dataset()])
     np.testing.assert_array_equal(np.sort(ids), np.arange(6000))
@@ -549,18 +549,18 @@ def test_an_abandoned_iteration_leaves_the_workers_to_the_next_epoch(url):
     it = iter(ds)
     for _ in range(3):
         next(it)
-    pool = loader._processes.pool
+    pool = loader.executor.pool
     del it
     gc.collect()
     epoch1 = _ids(ds)
-    assert loader._processes.pool is pool and not pool.closed  # no new processes for the new epoch
+    assert loader.executor.pool is pool and not pool.closed  # no new processes for the new epoch
     reference = TFLoader(url, BS, shuffle=True, seed=6, worker_type="thread")
     reference.set_epoch(1)
     assert sorted(epoch1) == list(range(N)) and epoch1 == _ids(reference.as_dataset())
 
 
 def test_auto_decodes_in_threads_when_the_processes_do_not_start(url, monkeypatch, caplog):
-    from petastream.pipeline import parking
+    from petastream.pipeline.procpool import parking
 
     def cannot_spawn(*args, **kwargs):
         raise OSError("no process for you")
@@ -568,7 +568,7 @@ def test_auto_decodes_in_threads_when_the_processes_do_not_start(url, monkeypatc
     monkeypatch.setattr(parking, "WorkerPool", cannot_spawn)
     want = [b["id"].numpy().tolist() for b in ptf.dataset(url, 32, shuffle=True, seed=4, worker_type="thread")]
     loader = TFLoader(url, 32, shuffle=True, seed=4)
-    with caplog.at_level("WARNING", logger="petastream.tf"):
+    with caplog.at_level("WARNING", logger="petastream"):
         got = [b["id"].numpy().tolist() for b in loader.as_dataset()]
     assert got == want and loader.worker_type == "thread"
     assert "did not start (OSError: no process for you); decoding in threads" in caplog.text
@@ -607,12 +607,13 @@ def test_process_workers_read_remote_shards_through_the_loaders_cache(s3_bucket,
 def test_a_hand_over_holds_at_most_about_64mb_of_rows(url, monkeypatch):
     from petastream.tf import _loader
 
-    row = TFLoader(url, 64)._row_bytes
+    source = TFLoader(url, 64).dataset
+    row = source.stored_bytes // len(source)
     assert 20 <= row <= 100  # 'id', 3 floats and 'label' with the shard's per-sample header
     monkeypatch.setattr(_loader, "_GROUP_BYTES", 64 * row * 3)  # three batches' worth
     loader = TFLoader(url, 64, shuffle=True, seed=4, num_epochs=1)
-    assert loader._group == 3
+    assert loader.group == 3
     one = [b["id"].numpy().tolist() for b in ptf.dataset(url, 64, shuffle=True, seed=4, batches_per_call=1)]
     assert [b["id"].numpy().tolist() for b in loader.as_dataset()] == one
     monkeypatch.setattr(_loader, "_GROUP_BYTES", 1)  # a batch bigger than the bound: one at a time
-    assert TFLoader(url, 64)._group == 1
+    assert TFLoader(url, 64).group == 1

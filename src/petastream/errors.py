@@ -8,6 +8,12 @@ multiple inheritance from a builtin gives as long as ``__init__`` takes the mess
 only positional argument. Arguments are checked with :mod:`petastream.checks` (one message
 shape: the argument, the value, what to pass instead).
 
+Where Mosaic Streaming raises a builtin for the same bad input (its ``MDSWriter`` and
+encodings), ours is catchable as that builtin too and its message carries Mosaic's sentence, so
+``except``/``pytest.raises(match=)`` written against Mosaic keep working (``EncodingTypeError``
+and the other classes in the "Mosaic parity" part of this module). The case-by-case list, and
+the deliberate differences, are in docs/mds.md ("Errors: parity with Mosaic").
+
 Which class for what:
 
 ========================================  ==================================================
@@ -24,6 +30,7 @@ EncodingError, UnsafeEncodingError        a value an MDS encoding cannot take, `
 CorruptShardError (OSError)               a shard file that is damaged
 StorageError, CacheFullError (OSError)    storage that cannot be read or written
 DatasetExistsError (FileExistsError)      output already there
+DatasetNotFoundError (FileNotFoundError)  nothing to read at a URL
 IncompleteDatasetError (FileNotFound.)    shard files without index.json: a write that died
 MissingExtraError (ModuleNotFoundError)   an optional dependency is needed
 StateError (RuntimeError)                 a call the object's state does not allow (used up,
@@ -32,9 +39,14 @@ InternalError (RuntimeError)              a broken invariant: a petastream bug, 
 UnsupportedColumnError (TypeError),       the Spark materializer's errors
 NullValuesError (ValueError),
 MaterializationError (RuntimeError)
-SupersededError (StateError),             the loader pipeline's (defined here, raised by
-WorkerDiedError (RuntimeError),           ``petastream.pipeline``)
+PipelineError (RuntimeError),             the loader pipeline's: a pass that broke an
+WorkerDiedError (PipelineError),          invariant, a worker that died owing batches, an
+SupersededError (StateError),             iterator a newer one took over, no shared memory
 ArenaError (OSError)
+EncodingTypeError, EncodingOverflowError, Mosaic parity: a builtin Mosaic raises for the same
+EncodedSizeError, MissingColumnError,     input, besides ours (see above)
+UnknownEncodingError,
+UnexpectedArgumentError
 ========================================  ==================================================
 
 Petastorm parity exceptions
@@ -45,47 +57,48 @@ logs) and *texts*. Where Petastorm raises, compat raises the very builtin Petast
 with Petastorm's text, not one of the classes above. These are the only raises of bare
 builtins in petastream (besides the protocol ones below); keep the text byte for byte:
 
-======================================================  ============  ===========================
-where (``petastream.compat.``)                          builtin       Petastorm's text begins
-======================================================  ============  ===========================
-spark_dataset_converter._get_spark_session              RuntimeError  "_get_spark_session should
-                                                                      not be invoked from
-                                                                      executor side."
-spark_dataset_converter._get_parent_cache_dir_url       ValueError    "Please set the spark
-                                                                      config petastorm.spark..."
-spark_dataset_converter._check_dtype                    ValueError    "dtype {dtype} is not
-                                                                      supported."
-spark_dataset_converter.make_spark_converter            RuntimeError  "compression_codec should
-                                                                      be None or one of..."
-spark_dataset_converter._wait_file_available            RuntimeError  "Timeout while waiting for
-                                                                      all parquet-store files"
-_urls.normalize_dir_url                                 ValueError    "directory url must be a
-                                                                      string"
-_urls.normalize_dir_url (``''``)                        IndexError    "string index out of range"
-_urls.check_url                                         ValueError    "ERROR! A scheme-less
-                                                                      directory url"
-_urls.normalize_databricks_dbfs_url                     ValueError    "On databricks runtime..."
-_urls.check_parent_cache_dir_url                        ValueError    "URLs must be of the form"
-reader.dataset_root                                     ValueError    "dataset url list must be
-                                                                      non-empty."
-reader._select                                          RuntimeError  "No fields matching the
-                                                                      criteria"
-reader.make_batch_reader                                ValueError    "Unknown reader_pool_type",
-                                                                      "Unknown cache_type",
-                                                                      "partition and
-                                                                      num_partitions must be..."
-reader.Reader.__iter__, _tf, _tf_loader (stopped)       RuntimeError  "Trying to read a sample
-                                                                      after a reader..."
-transform.TransformSpec                                 ValueError    "User can only specify one
-                                                                      of removed_fields..."
-transform.transform_batch                               ValueError    "Transformed result columns"
-pytorch.LoaderBase.__iter__                             RuntimeError  "Cannot start a new
-                                                                      iteration...", "You must
-                                                                      finish a full pass..."
-pytorch.InMemBatchedDataLoader                          RuntimeError  "InMemBatchedDataLoader
-                                                                      couldn't be used multiple
-                                                                      times"
-======================================================  ============  ===========================
+===========================================  ==================================  ===============
+where (``petastream.compat.``)               Petastorm's text begins               builtin
+===========================================  ==================================  ===============
+spark_dataset_converter._get_spark_session   "_get_spark_session should not be"    RuntimeError
+spark_dataset_converter                      "Please set the spark config"         ValueError
+._get_parent_cache_dir_url
+spark_dataset_converter._check_dtype         "dtype {dtype} is not supported."     ValueError
+spark_dataset_converter.make_spark_converter "compression_codec should be None"    RuntimeError
+spark_dataset_converter._wait_file_available "Timeout while waiting for all"       RuntimeError
+_urls.normalize_dir_url                      "directory url must be a string";     ValueError;
+                                             for ``''``: "string index out of"     IndexError
+_urls.check_url                              "ERROR! A scheme-less directory url"  ValueError
+_urls.normalize_databricks_dbfs_url          "On databricks runtime, if `df`"      ValueError
+_urls.check_parent_cache_dir_url             "URLs must be of the form"            ValueError
+reader.dataset_root,                         "dataset url list must be non-empty"  ValueError
+etl.dataset_metadata
+reader._select                               "No fields matching the criteria"     RuntimeError
+reader.make_batch_reader                     "Unknown reader_pool_type",           ValueError
+                                             "Unknown cache_type", "partition and
+                                             num_partitions must be ints..."
+reader.Reader, _inmem, _tf (stopped reader)  "Trying to read a sample after a"     RuntimeError
+transform.TransformSpec, .transform_batch    "User can only specify one of",       ValueError
+                                             "Transformed result columns"
+pytorch.LoaderBase.__iter__                  "Cannot start a new iteration",       RuntimeError
+                                             "You must finish a full pass"
+pytorch.InMemBatchedDataLoader               "InMemBatchedDataLoader couldn't be"  RuntimeError
+codecs (``CompressedImageCodec``,            "Abstract method was called",         RuntimeError,
+``NdarrayCodec``, ``ScalarCodec``...),       "Unexpected type of", "Unexpected     ValueError,
+_images                                      dimensions of", "Expected a scalar",  TypeError
+                                             "Unexpected image dimensions"
+unischema, _arrow_fields                     "Was not able to map type", "Cannot   ValueError,
+                                             auto-create unischema", "Expected     RuntimeError
+                                             partition type", "Dictionary fields"
+predicates, selectors                        "Predicate is nor derived from",      ValueError
+                                             "rowgroup_selector parameter is..."
+etl.rowgroup_indexers, etl.rowgroup_indexing "Make sure Spark map function",       TypeError,
+                                             "Cannot build index", "Could not      ValueError
+                                             find _metadata file"
+===========================================  ==================================  ===============
+
+``tests/test_error_policy.py`` counts the bare raises per module against this list, so a new
+one fails there until it is a class above or listed here.
 
 Where Petastorm's text is kept but its check is ours (``compat._checks``: ``num_epochs`` gives
 "iterations must be positive integer or None", Petastorm's ventilator's ``ValueError``), the
@@ -114,20 +127,35 @@ __all__ = [
     "StorageError",
     "CacheFullError",
     "DatasetExistsError",
+    "DatasetNotFoundError",
     "IncompleteDatasetError",
     "StateError",
     "InternalError",
     "UnsupportedColumnError",
     "NullValuesError",
     "MaterializationError",
+    "PipelineError",
     "SupersededError",
     "WorkerDiedError",
     "ArenaError",
+    "EncodingTypeError",
+    "EncodingOverflowError",
+    "EncodedSizeError",
+    "MissingColumnError",
+    "UnknownEncodingError",
+    "UnexpectedArgumentError",
 ]
 
 
 class PetastreamError(Exception):
     """Root of every error raised by petastream."""
+
+
+class _PlainMessage(Exception):
+    """``str()`` is the message itself: a ``KeyError`` would show it quoted, as a key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 # -- arguments and settings --------------------------------------------------------------------
@@ -148,12 +176,8 @@ class OutOfRangeError(PetastreamError, IndexError):
     """An index (sample, shard, batch, window, byte range) outside what there is."""
 
 
-class UnknownColumnError(PetastreamError, KeyError):
+class UnknownColumnError(_PlainMessage, PetastreamError, KeyError):
     """A column name the dataset does not have; the message lists the ones it has."""
-
-    def __str__(self) -> str:
-        # KeyError's str() is the repr of its key; this one's argument is a sentence.
-        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 # -- data and storage --------------------------------------------------------------------------
@@ -192,6 +216,10 @@ class DatasetExistsError(PetastreamError, FileExistsError):
     """The output location already holds data and overwriting was not asked for."""
 
 
+class DatasetNotFoundError(PetastreamError, FileNotFoundError):
+    """Nothing to read at a URL: no MDS dataset (no index.json) and no Parquet files."""
+
+
 class IncompleteDatasetError(PetastreamError, FileNotFoundError):
     """A directory has shard files but no index.json: a write that did not finish."""
 
@@ -221,13 +249,46 @@ class MaterializationError(PetastreamError, RuntimeError):
 
 
 # -- loader pipeline ---------------------------------------------------------------------------
+class PipelineError(PetastreamError, RuntimeError):
+    """A loader's pass broke an invariant (a worker ended owing batches, or handed one out of
+    order) or its workers failed without an error of their own."""
+
+
+class WorkerDiedError(PipelineError):
+    """A decode worker (thread or process) exited while it owed batches."""
+
+
 class SupersededError(StateError):
     """An iterator was pulled after a newer iteration took the loader's position over."""
 
 
-class WorkerDiedError(PetastreamError, RuntimeError):
-    """A worker process exited while it owed items."""
-
-
 class ArenaError(PetastreamError, OSError):
     """No room for an arena in ``/dev/shm`` (or, without one, the temporary directory)."""
+
+
+# -- Mosaic parity: a builtin Mosaic Streaming raises for the same input, besides ours ---------
+class EncodingTypeError(EncodingError, TypeError, AttributeError):
+    """A value of the wrong type for its column's encoding: a ``TypeError``, and an
+    ``AttributeError`` (what Mosaic Streaming raises for it)."""
+
+
+class EncodingOverflowError(EncodingError, OverflowError):
+    """A number out of its encoding's range (numpy raises ``OverflowError`` for it)."""
+
+
+class EncodedSizeError(_PlainMessage, EncodingError, KeyError):
+    """A value's bytes are not its fixed-size encoding's size (a ``KeyError`` in Mosaic)."""
+
+
+class MissingColumnError(_PlainMessage, FormatError, KeyError):
+    """A sample or block lacks one of the writer's columns (a ``KeyError``, as in Mosaic)."""
+
+
+class UnknownEncodingError(FormatError, TypeError):
+    """An encoding name that is not MDS's, or a bad ``ndarray:`` configuration (Mosaic's
+    ``MDSWriter`` raises ``TypeError`` for an unknown name)."""
+
+
+class UnexpectedArgumentError(InvalidArgumentTypeError, ValueError):
+    """A keyword argument the function does not take: a ``TypeError`` as Python's own, and a
+    ``ValueError`` (what Mosaic's writers raise for it)."""

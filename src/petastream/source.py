@@ -28,12 +28,15 @@ cache settings.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Source", "is_source"]
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+__all__ = ["Source", "is_source", "open_source", "read_ids"]
 
 
 @runtime_checkable
@@ -118,3 +121,40 @@ class Source(Protocol):
 def is_source(value: Any) -> bool:
     """Whether ``value`` is a :class:`Source` (structurally: it has the protocol's members)."""
     return isinstance(value, Source)
+
+
+def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) -> Source:
+    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, else what is
+    at that URL (or list of URLs) opened with ``options``: an MDS dataset where ``index.json``
+    is, else Parquet files (:func:`petastream.sources.resolve_source` decides)."""
+    if is_source(url_or_source):
+        if options:
+            raise InvalidArgumentError(
+                f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
+                f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
+        return url_or_source
+    if not isinstance(url_or_source, (str, os.PathLike, list, tuple)):
+        raise InvalidArgumentTypeError(
+            f"a loader reads a dataset URL or path (str), a list of Parquet URLs, or a petastream "
+            f"Source, got {type(url_or_source).__name__}")
+    from petastream.sources import resolve_source
+
+    return resolve_source(url_or_source, **dict(options or {}))
+
+
+def read_ids(source: Source, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
+    """``source.read`` from its per-shard reads: rows with global ``ids`` (any order), one bulk
+    read per shard, each shard's rows written into place. Sources implement ``read`` with it."""
+    from petastream.stream.grouping import group_by_shard
+
+    ids = np.asarray(ids, dtype=np.int64)
+    n = len(source)
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        raise IndexError(f"sample ids out of range for {source.url} ({n} samples)")
+    if not len(ids):
+        return source.read_shard(0, ids, columns) if source.num_shards else {}
+    groups = group_by_shard(ids, source.shard_offsets)
+    if len(groups) == 1:  # one shard: read in the order asked, straight into place
+        g = groups[0]
+        return source.read_shard(g.shard, ids - source.shard_offsets[g.shard], columns)
+    return source.read_parts(groups, len(ids), columns)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+from decimal import Decimal
+
 import numpy as np
 import pytest
 import torch
@@ -88,6 +91,57 @@ def test_collate_fn_must_be_callable(url):
     # a TypeError, as Petastorm's (which fails calling it) and Python's own for non-callables
     with pytest.raises(InvalidArgumentTypeError, match="collate_fn must be callable"):
         DataLoader(make_batch_reader(url, num_epochs=1), collate_fn="stack")
+
+
+# What Petastorm 0.13.1's decimal_friendly_collate returned for each batch (probed with the real
+# package): rows given as tuples or lists are collated position by position into a list, and a
+# column of Decimal/str/bytes values comes back as the batch itself (so a tuple, after zip).
+_Pair = namedtuple("_Pair", "a b")
+
+
+def _plain(x):
+    """Tensors as (dtype, values), containers with their own type, to compare whole results."""
+    if isinstance(x, torch.Tensor):
+        return (x.dtype, x.tolist())
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_plain(v) for v in x)
+    return x
+
+
+@pytest.mark.parametrize(("batch", "expected"), [
+    ([(Decimal("1.5"), 1), (Decimal("2.5"), 2)], [(Decimal("1.5"), Decimal("2.5")), (torch.int64, [1, 2])]),
+    ([[Decimal("1.5"), 1], [Decimal("2.5"), 2]], [(Decimal("1.5"), Decimal("2.5")), (torch.int64, [1, 2])]),
+    ([(Decimal("1.5"), "a"), (Decimal("2.5"), "b")], [(Decimal("1.5"), Decimal("2.5")), ("a", "b")]),
+    ([(np.float32(1.5), np.int64(1)), (np.float32(2.5), np.int64(2))],
+     [(torch.float32, [1.5, 2.5]), (torch.int64, [1, 2])]),
+    ([(np.array([1, 2]), 1.0), (np.array([3, 4]), 2.0)], [(torch.int64, [[1, 2], [3, 4]]), (torch.float64, [1.0, 2.0])]),
+    ([_Pair(1, Decimal("1")), _Pair(2, Decimal("2"))], [(torch.int64, [1, 2]), (Decimal("1"), Decimal("2"))]),
+    ([{"a": (Decimal("1"), 1)}, {"a": (Decimal("2"), 2)}], {"a": [(Decimal("1"), Decimal("2")), (torch.int64, [1, 2])]}),
+    ([{"d": Decimal("1"), "i": 1}, {"d": Decimal("2"), "i": 2}], {"d": [Decimal("1"), Decimal("2")], "i": (torch.int64, [1, 2])}),
+    (({"i": 1}, {"i": 2}), {"i": (torch.int64, [1, 2])}),
+    ((Decimal("1"), Decimal("2")), (Decimal("1"), Decimal("2"))),
+    (("a", "b"), ("a", "b")),
+    ([b"a", b"b"], [b"a", b"b"]),
+    ([1, 2], (torch.int64, [1, 2])),
+    ([[[1, 2], [3]], [[4, 5], [6]]], [[(torch.int64, [1, 4]), (torch.int64, [2, 5])], [(torch.int64, [3, 6])]]),
+    ([(1, 2), (3,)], [(torch.int64, [1, 3])]),  # zip: rows cut to the shortest
+], ids=["tuples", "lists", "decimal-and-str", "numpy-scalars", "arrays", "namedtuples", "tuple-in-dict",
+        "dict", "tuple-of-dicts", "decimals", "strs", "bytes", "ints", "nested-lists", "ragged"])
+def test_decimal_friendly_collate_matches_petastorm(batch, expected):
+    # _plain keeps list vs tuple, and [x] != (x,): container types are compared too.
+    assert _plain(decimal_friendly_collate(batch)) == expected
+
+
+def test_decimal_friendly_collate_returns_a_decimal_or_str_batch_itself():
+    for batch in ([Decimal("1"), Decimal("2")], ["a", "b"]):
+        assert decimal_friendly_collate(batch) is batch
+
+
+def test_decimal_friendly_collate_of_an_empty_batch_is_an_index_error():
+    with pytest.raises(IndexError):
+        decimal_friendly_collate([])
 
 
 def _score(ids) -> float:

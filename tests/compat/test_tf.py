@@ -165,7 +165,7 @@ def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
     one decode thread ('dummy'); a context per epoch reuses the workers, and they stop when
     released. With a TransformSpec, 'thread' keeps threads (the function runs here)."""
     from petastream.compat import TransformSpec
-    from petastream.pipeline.parking import shutdown_idle
+    from petastream.pipeline.procpool.parking import shutdown_idle
 
     conv = make_spark_converter(spark.range(500).selectExpr("id", "cast(id as float) * 2 as x").repartition(3))
     streams, pools = {}, []
@@ -173,15 +173,15 @@ def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
         context = conv.make_tf_dataset(batch_size=64, num_epochs=2, seed=7, reader_pool_type=pool, workers_count=2)
         with context as dataset:
             streams[pool] = [(b.id.numpy().tolist(), b.x.numpy().tolist()) for b in dataset]
-            pools += [loader._processes.pool for loader in context.reader._workers]
-        assert not context.reader._workers  # the exit released them
+            pools += [loader.executor.pool for loader in context.reader.worker_loaders]
+        assert not context.reader.worker_loaders  # the exit released them
         assert sorted(i for ids, _ in streams[pool] for i in ids) == sorted(list(range(500)) * 2)
     assert streams["process"] == streams["dummy"] == streams["thread"]
     assert len(pools) == 2 and pools[0] is pools[1]  # the second context took the first one's workers
     spec = TransformSpec(_double_x)
     context = conv.make_tf_dataset(batch_size=64, num_epochs=1, seed=7, workers_count=2, transform_spec=spec)
     with context as dataset:
-        assert not context.reader._workers  # threads: the transform runs in this process
+        assert not context.reader.worker_loaders  # threads: the transform runs in this process
         assert [b.x.numpy().tolist() for b in dataset] == [[2 * v for v in x] for _, x in streams["dummy"][:8]]
     shutdown_idle()
     for proc in pools[0]._procs:
@@ -231,7 +231,8 @@ def test_contexts_per_epoch_over_s3_share_workers_graph_and_cache(s3_bucket, tmp
     from petastream.compat._tf import make_tf_dataset
     from petastream.compat.reader import make_batch_reader
     from petastream.mds.writer import write_mds
-    from petastream.pipeline import parking, processes
+    from petastream.pipeline.procpool import parking
+    from petastream.pipeline.procpool import pool as processes
 
     url = f"{s3_bucket}/compat-epochs"
     n = 900
@@ -256,7 +257,7 @@ def test_contexts_per_epoch_over_s3_share_workers_graph_and_cache(s3_bucket, tmp
         with reader:
             dataset = make_tf_dataset(reader, batch_size=64, prefetch=None, shuffling_queue_capacity=0)
             batches = [(b.id.numpy().tolist(), [v.decode() for v in b.s.numpy()]) for b in dataset]
-            pools = [loader._processes.pool for loader in reader._workers]
+            pools = [loader.executor.pool for loader in reader.worker_loaders]
         return dataset, batches, pools, reader.dataset
 
     _, want, none, _ = epoch("dummy")

@@ -33,7 +33,7 @@ def test_a_quarter_sized_cache_fetches_each_shard_about_once_per_epoch(recorded_
     peak = watch_peak(monkeypatch)
     # Chunks of ~700 rows, as large rows would have (a chunk is capped by its decoded bytes): a
     # shuffled epoch is then many chunks, each touching most shards.
-    monkeypatch.setattr("petastream.pipeline.decode._MAX_CHUNK_BYTES", 64_000)
+    monkeypatch.setattr("petastream.stream.budget.MAX_CHUNK_BYTES", 64_000)
     server.reset()
     ds = petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "fit"), cache_limit=limit)
     loader, ids = _epochs(ds, 2)

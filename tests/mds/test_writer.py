@@ -49,8 +49,44 @@ def test_size_limit_forms(tmp_path, value, parsed):
 
 
 def test_size_limit_must_fit_uint32(tmp_path):
-    with pytest.raises(FormatError, match=r"\[0, 2\*\*32\)"):
+    with pytest.raises(FormatError, match=r"`size_limit` must be less than 2\*\*32, instead, found as 4294967296"):
         MDSWriter(columns={"x": "int"}, out=str(tmp_path), size_limit=1 << 32)
+
+
+@pytest.mark.parametrize("api", ["MDSWriter", "write_mds"])
+def test_writers_record_xxh3_64_by_default(tmp_path, api):
+    """Issue #29.5: Mosaic's writer API records no hashes unless asked; ours records xxh3_64,
+    as materialize does, so a damaged shard is caught on read (raw and compressed files)."""
+    out = str(tmp_path / "ds")
+    if api == "MDSWriter":
+        with MDSWriter(columns={"x": "int"}, out=out, compression="zstd", size_limit=200) as w:
+            for i in range(20):
+                w.write({"x": i})
+    else:
+        write_mds({"x": np.arange(20)}, out, size_limit=200)
+    shards = _index(out)
+    assert len(shards) > 1
+    for s in shards:
+        assert s["hashes"] == ["xxh3_64"]
+        for key in ("raw_data", "zip_data"):
+            assert set(s[key]["hashes"]) == {"xxh3_64"}
+    ds = petastream.open(out, validate_hash="xxh3_64")
+    assert [int(v) for v in ds.read(np.arange(20))["x"]] == list(range(20))
+
+
+@pytest.mark.parametrize("api, off", [("write_mds", []), ("write_mds", ()), ("MDSWriter", []),
+                                     ("MDSWriter", None)])
+def test_hashes_opt_out(tmp_path, api, off):
+    """``hashes=[]`` records none; so does MDSWriter's explicit ``hashes=None``, Mosaic's
+    meaning of it (write_mds's None is materialize's: the default, xxh3_64)."""
+    out = str(tmp_path / "ds")
+    if api == "write_mds":
+        write_mds({"x": np.arange(5)}, out, compression=None, hashes=off)
+    else:
+        with MDSWriter(columns={"x": "int"}, out=out, hashes=off) as w:
+            w.write({"x": 1})
+    (shard,) = _index(out)
+    assert shard["hashes"] == [] and shard["raw_data"]["hashes"] == {}
 
 
 def test_hashes_must_be_sorted_and_known(tmp_path):
@@ -171,7 +207,7 @@ def test_bad_bulk_input_names_the_column(tmp_path, columns, data, match):
 
 
 def test_per_sample_error_names_the_column(tmp_path):
-    with pytest.raises(EncodingError, match="column 's': encoding 'str' needs str"):
+    with pytest.raises(EncodingError, match="column 's': encoding 'str': data should be of type <class 'str'>"):
         with MDSWriter(columns={"s": "str"}, out=str(tmp_path)) as w:
             w.write({"s": 3})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from petastream.cli import main as cli_main
+from petastream.migrate import runner
 from petastream.migrate.python import PythonResult, migrate_python
 
 
@@ -50,6 +52,10 @@ class CliRun:
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliRun]:
     """``petastream migrate ARGS`` in-process, from ``cwd`` (default: the current directory)."""
+
+    # Progress lines in a log are time-based: a slow machine would add them to any run's
+    # stderr. The tests of progress set their own interval.
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", math.inf, raising=False)
 
     def run(*args: str, cwd: Path | None = None) -> CliRun:
         if cwd is not None:

@@ -29,7 +29,8 @@ WITH_MANUAL_ITEMS = {
         from petastorm import make_reader, TransformSpec
         with make_reader(url) as reader:
             pass
-        """,
+        loader = converter.make_torch_dataloader(transform_spec=TransformSpec(fn))
+        """,  # the TransformSpec goes to the converter only: it moves, the reader stays
 }
 
 
@@ -263,7 +264,7 @@ def test_bom_and_crlf_survive_a_write(tmp_path: Path, run_cli) -> None:
 
 def test_progress_counter_shows_only_for_many_files() -> None:
     stream = io.StringIO()
-    progress = Progress(stream, minimum=5)
+    progress = Progress(stream, minimum=5, tty=True)
     progress.start(20)
     for _ in range(20):
         progress.advance()
@@ -271,7 +272,7 @@ def test_progress_counter_shows_only_for_many_files() -> None:
     assert "\rpetastream migrate: 10/20 files" in stream.getvalue()
     assert stream.getvalue().endswith("\r\033[K")
     few = io.StringIO()
-    progress = Progress(few, minimum=5)
+    progress = Progress(few, minimum=5, tty=True)
     progress.start(3)
     for _ in range(3):
         progress.advance()
@@ -279,10 +280,36 @@ def test_progress_counter_shows_only_for_many_files() -> None:
     assert few.getvalue() == ""
 
 
-def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, run_cli) -> None:
+def test_no_carriage_return_counter_when_stderr_is_not_a_terminal(tmp_path: Path, run_cli) -> None:
     for i in range(60):
         write_tree(tmp_path, {f"m{i}.py": "import os\n"})
     assert "\r" not in run_cli(".", cwd=tmp_path).err
+
+
+def test_progress_in_a_log_is_a_line_every_interval() -> None:
+    # issue #29 item 14: piped (CI), nothing showed until the end of a 255 s run
+    ticks = iter([0.0, 1.0, 4.9, 5.0, 6.0, 10.5, 11.0])
+    stream = io.StringIO()
+    progress = Progress(stream, tty=False, interval=5, clock=lambda: next(ticks))
+    progress.start(6)
+    for _ in range(6):
+        progress.advance()
+    progress.finish()
+    assert stream.getvalue() == (
+        "petastream migrate: 3/6 files (5 s)\npetastream migrate: 5/6 files (10 s)\n"
+    )  # a short run (or a few files) prints nothing: the first line comes after one interval
+
+
+def test_progress_lines_reach_stderr_when_it_is_not_a_terminal(
+    tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tree(tmp_path, {**CLEAN_AFTER_MIGRATION, "other.py": "import os\n"})
+    monkeypatch.setattr("petastream.migrate.runner.PROGRESS_INTERVAL_S", 0.0, raising=False)  # every file
+    run = run_cli("-j", "1", ".", cwd=tmp_path)
+    assert run.code == 0, run.err
+    progress = [line for line in run.err.splitlines() if " files (" in line]
+    assert progress[-1].startswith("petastream migrate: 3/3 files (")
+    assert "\r" not in run.err
 
 
 def test_console_script_in_a_subprocess(tmp_path: Path) -> None:

@@ -46,19 +46,19 @@ def test_parenthesised_multiline_keeps_its_layout_and_comments() -> None:
 def test_split_parenthesised_import_keeps_each_names_comment() -> None:
     assert_migrates(
         """
-        from petastorm import (
-            make_reader,  # unischema dataset
-            TransformSpec,  # preprocessing
-            make_batch_reader
+        from petastorm.pytorch import (
+            LoaderBase,  # subclassed below
+            BatchedDataLoader,  # the loader
+            _sanitize_pytorch_types
         )
         """,
         """
-        from petastorm import (
-            make_reader,  # unischema dataset
-            make_batch_reader,
+        from petastorm.pytorch import (
+            LoaderBase,  # subclassed below
+            _sanitize_pytorch_types,
         )
-        from petastream.compat import (
-            TransformSpec,  # preprocessing
+        from petastream.compat.pytorch import (
+            BatchedDataLoader,  # the loader
         )
         """,
         ["unsupported-import", "unsupported-import"],
@@ -243,8 +243,8 @@ def test_import_in_type_checking_block() -> None:
 
 def test_import_on_a_line_with_other_statements() -> None:
     assert_migrates(
-        "import os; from petastorm import make_reader, TransformSpec\n",
-        "import os; from petastorm import make_reader; from petastream.compat import TransformSpec\n",
+        "import os; from petastorm import NoDataAvailableError, TransformSpec\n",
+        "import os; from petastorm import NoDataAvailableError; from petastream.compat import TransformSpec\n",
         ["unsupported-import"],
     )
     assert_migrates(

@@ -152,6 +152,31 @@ def test_comments_go_with_their_names_when_merged(tmp_path: Path, run_cli) -> No
     )
 
 
+def test_blank_line_above_a_group_survives_a_split_import() -> None:
+    # The group's first line stays first while a split name moves down (issue #29 item 12,
+    # ruff I001 on Petastorm's examples/mnist/pytorch_example.py after the migration).
+    from .conftest import assert_migrates
+
+    assert_migrates(
+        """
+        import os
+
+        import torch
+        from petastorm import NoDataAvailableError, TransformSpec
+        from petastorm.fs_utils import FilesystemResolver
+        """,
+        """
+        import os
+
+        import torch
+        from petastorm import NoDataAvailableError
+        from petastorm.fs_utils import FilesystemResolver
+        from petastream.compat import TransformSpec
+        """,
+        ["unsupported-import", "unsupported-import"],
+    )
+
+
 def test_a_file_not_in_isort_order_keeps_its_order() -> None:
     from .conftest import assert_migrates
 

@@ -3,12 +3,14 @@ against petastream's own metadata; conda environment files; lock files are regen
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import metadata
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from petastream.migrate import pins
 from petastream.migrate.conda import migrate_environment_yml
 from petastream.migrate.depfile import Project
 from petastream.migrate.files import Options, file_kind, migrate_text
@@ -52,6 +54,62 @@ def test_bounds_come_from_petastreams_installed_metadata() -> None:
     assert found["pyarrow"][1] == "petastream"  # a core dependency
     assert found["pyspark"][1] == SPARK_BY and found["torch"][1] == TORCH_BY  # from an extra
     assert "pytest" not in found  # petastream's own dev tools do not bind user projects
+
+
+def _not_installed(name: str) -> list[str] | None:
+    raise metadata.PackageNotFoundError(name)
+
+
+@pytest.fixture
+def no_metadata(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """petastream run from a source checkout that was never installed (no dist-info); yields
+    what the installed metadata says."""
+    installed = metadata.requires
+    declared = installed("petastream") or []
+
+    def requires(name: str) -> list[str] | None:
+        return _not_installed(name) if name == "petastream" else installed(name)
+
+    monkeypatch.setattr(metadata, "requires", requires)
+    pins._requires.cache_clear()
+    pins.petastream_bounds.cache_clear()
+    yield declared
+    pins._requires.cache_clear()
+    pins.petastream_bounds.cache_clear()
+
+
+def test_without_metadata_bounds_come_from_the_checkouts_pyproject(no_metadata: list[str]) -> None:
+    # issue #29 item 15: from a source checkout every dependency file was an error (exit 2)
+    installed = {Requirement(r).name.lower(): Requirement(r) for r in no_metadata}
+    found = petastream_bounds()
+    for name in ("pyarrow", "numpy", "pyspark", "torch"):
+        assert found[name][0] == installed[name].specifier, name
+    assert found["pyarrow"][1] == "petastream" and found["pyspark"][1] == SPARK_BY
+
+
+def test_without_metadata_migrate_reviews_pins_from_a_checkout(tmp_path, run_cli, no_metadata: list[str]) -> None:
+    (tmp_path / "requirements.txt").write_text("petastorm\npyarrow==10.0.1  # for petastorm\n")
+    run = run_cli("--write", "-j", "1", ".", cwd=tmp_path)
+    assert run.code == 0, run.err
+    assert (tmp_path / "requirements.txt").read_text().splitlines() == [
+        "petastream[spark]",
+        f"pyarrow>=14  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}",
+    ]
+
+
+def test_declared_requirements_read_like_metadata(tmp_path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "petastream"\ndependencies = ["pyarrow>=14"]\n'
+        '[project.optional-dependencies]\nspark = ["pyspark>=3.5; python_version >= \'3.10\'"]\n'
+    )
+    assert pins.declared_requirements(_not_installed, pyproject) == (
+        "pyarrow>=14",
+        'pyspark>=3.5; (python_version >= "3.10") and extra == "spark"',
+    )
+    pyproject.write_text('[project]\nname = "someone-else"\ndependencies = ["pyarrow<11"]\n')
+    with pytest.raises(ValueError, match="no petastream pyproject.toml was found at .*pip install -e ."):
+        pins.declared_requirements(_not_installed, pyproject)
 
 
 @pytest.mark.parametrize(
@@ -152,6 +210,64 @@ def test_requirements_keep_petastorm_while_code_imports_it() -> None:
     done, last = migrate_requirements_txt(text, DONE)
     assert "petastorm==" not in done and "petastream[spark]\n" in done
     assert codes(last) == [(1, "petastorm-pin"), (4, "petastorm-pin"), (5, "conflicting-pin")]
+
+
+def test_a_comment_above_a_pin_ties_it_to_petastorm_like_one_on_its_line() -> None:
+    # issue #29 item 13: the pin stayed and the file no longer installed with petastream
+    text, items = migrate_requirements_txt(
+        dedent(
+            """
+            petastorm==0.12.1
+            # for petastorm
+            pyarrow==10.0.1
+            # Spark cluster image
+            # (petastorm-era)
+            pyspark==3.1.1  # cluster
+            # petastorm's reader
+            numpy<2
+
+            pyspark==3.1.1
+            """
+        ),
+        DONE,
+    )
+    assert text == dedent(
+        """
+        petastream[spark]
+        # for petastorm
+        pyarrow>=14  # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}
+        # Spark cluster image
+        # (petastorm-era)
+        pyspark{SPARK}  # was ==3.1.1 for petastorm; {SPARK_BY} needs pyspark{SPARK}
+        # petastorm's reader
+        numpy<2
+
+        pyspark==3.1.1
+        """
+    ).format(ARROW_BY=ARROW_BY, ARROW=ARROW, SPARK_BY=SPARK_BY, SPARK=SPARK)
+    # the pin below a blank line has nothing above it: reported, not touched
+    assert codes(items) == [(3, "pin-rewritten"), (6, "pin-rewritten"), (8, "petastorm-pin"), (10, "conflicting-pin")]
+    assert migrate_requirements_txt(text, DONE)[0] == text
+
+
+def test_a_comment_above_a_pin_in_setup_cfg_and_conda() -> None:
+    # setuptools reads a setup.cfg value line to its end: the note goes on a line of its own
+    text, items = migrate_setup_cfg(
+        "[options]\ninstall_requires =\n    petastorm\n    ; for petastorm\n    pyarrow==10.0.1\n", DONE
+    )
+    assert text == (
+        "[options]\ninstall_requires =\n    petastream[spark]\n    ; for petastorm\n"
+        f"    # was ==10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}\n    pyarrow>=14\n"
+    )
+    assert codes(items) == [(5, "pin-rewritten")]
+    assert migrate_setup_cfg(text, DONE)[0] == text
+    text, items = migrate_environment_yml(
+        "dependencies:\n  # for petastorm\n  - pyarrow=10.0.1\n  - petastorm\n", DONE
+    )
+    assert text.splitlines()[1:3] == [
+        "  # for petastorm",
+        f"  - pyarrow>=14  # was =10.0.1 for petastorm; {ARROW_BY} needs pyarrow{ARROW}",
+    ]
 
 
 def test_requirements_migrated_alone_say_so() -> None:

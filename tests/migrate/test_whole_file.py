@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from petastream.migrate import mapping
 from petastream.migrate.mapping import suggestion_for
 
-from .conftest import assert_migrates, migrate
+from .conftest import assert_migrates, assert_unchanged, migrate
 
 
 def test_loader_fed_by_a_petastorm_reader_stays_with_it() -> None:
-    # The idiom of every public file that used a petastorm.pytorch loader.
+    # The idiom of every public file that used a petastorm.pytorch loader: reader, its
+    # TransformSpec and its loader are one pipeline, which stays whole (issue #29 item 11: the
+    # TransformSpec used to move alone, and the file needed both libraries).
     source = """
         from petastorm import make_reader, TransformSpec
         from petastorm.pytorch import DataLoader
@@ -21,25 +24,17 @@ def test_loader_fed_by_a_petastorm_reader_stays_with_it() -> None:
             reader = make_reader(data_url, schema_fields=schema_fields, transform_spec=TransformSpec(fn))
             return DataLoader(reader, batch_size=batch_size)
         """
-    result = assert_migrates(
-        source,
-        """
-        from petastorm import make_reader
-        from petastorm.pytorch import DataLoader
-        from petastream.compat import TransformSpec
-
-
-        def peta_loader(data_url, schema_fields, batch_size):
-            reader = make_reader(data_url, schema_fields=schema_fields, transform_spec=TransformSpec(fn))
-            return DataLoader(reader, batch_size=batch_size)
-        """,
-        ["unsupported-import", "kept-with-petastorm-reader"],
+    result = assert_unchanged(
+        source, ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"]
     )
-    kept = result.items[1]
+    spec, kept = result.items[1:]
     assert kept.message == (
-        "petastorm.pytorch.DataLoader stays on Petastorm: this file also uses petastorm.make_reader, "
-        "which petastream.compat does not provide, and petastream.compat's loaders read only "
-        "petastream readers"
+        "petastorm.pytorch.DataLoader stays on Petastorm: its read pipeline uses "
+        "petastorm.make_reader, which petastream.compat does not provide, and "
+        "petastream.compat's loaders read only petastream readers"
+    )
+    assert spec.message.startswith(
+        "petastorm.TransformSpec stays on Petastorm: its read pipeline uses petastorm.make_reader"
     )
     assert kept.keeps_petastorm and kept.uses == ("7",)
     assert "make_spark_converter(df)" in kept.suggestion
@@ -73,14 +68,14 @@ def test_module_attribute_forms_keep_the_pipeline_too() -> None:
         """
         import petastorm
         import petastorm.pytorch as pt
-        import petastream.compat
 
         with pt.BatchedDataLoader(petastorm.make_batch_reader(url), batch_size=64) as loader:
             for batch in loader:
                 pass
-        spec = petastream.compat.TransformSpec(fn)
+        spec = petastorm.TransformSpec(fn)
         """,
-        ["kept-with-petastorm-reader", "unsupported-use"],
+        # the spec goes nowhere the file shows: it stays with the file's Petastorm reader
+        ["kept-with-petastorm-reader", "unsupported-use", "kept-with-petastorm-reader"],
     )
 
 
@@ -187,6 +182,132 @@ def test_star_import_of_a_kept_loader_module_stays() -> None:
     source = "from petastorm.pytorch import *\nfrom petastorm import make_reader\nDataLoader(make_reader(u))\n"
     result = assert_migrates(source, source, ["kept-with-petastorm-reader", "unsupported-import"])
     assert result.items[0].message.startswith("from petastorm.pytorch import * stays on Petastorm")
+
+
+# -- a pipeline (reader, TransformSpec, loader, collate) moves or stays as one ------------------
+
+
+def test_mnist_example_pipeline_stays_whole() -> None:
+    # Petastorm's examples/mnist/pytorch_example.py: the spec is bound to a name and handed to
+    # make_reader inside the loader call. Nothing moves; before, TransformSpec did, alone.
+    result = assert_unchanged(
+        """
+        from petastorm import make_reader, TransformSpec
+        from petastorm.pytorch import DataLoader
+
+
+        def main(url, transform_row):
+            transform = TransformSpec(transform_row, removed_fields=['idx'])
+            with DataLoader(make_reader(url, transform_spec=transform), batch_size=64) as loader:
+                return list(loader)
+        """,
+        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
+    )
+    assert all("its read pipeline uses petastorm.make_reader" in i.message for i in result.items[1:])
+
+
+def test_collate_stays_with_its_petastorm_loader() -> None:
+    # compat's decimal_friendly_collate is not Petastorm's: it used to move under a loader
+    # that stays
+    result = assert_unchanged(
+        """
+        from petastorm import make_batch_reader
+        from petastorm.pytorch import DataLoader, decimal_friendly_collate
+
+        reader = make_batch_reader("file:///data/train.parquet")
+        loader = DataLoader(reader, batch_size=64, collate_fn=decimal_friendly_collate)
+        """,
+        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
+    )
+    assert result.items[2].message.startswith(
+        "petastorm.pytorch.decimal_friendly_collate stays on Petastorm: its read pipeline uses "
+        "petastorm.make_batch_reader"
+    )
+
+
+def test_two_pipelines_in_one_file_are_decided_apart() -> None:
+    assert_migrates(
+        """
+        from petastorm import make_batch_reader, make_reader
+        from petastorm.pytorch import BatchedDataLoader, DataLoader, decimal_friendly_collate
+
+
+        def train_loader(converter):
+            return BatchedDataLoader(make_batch_reader(converter.file_urls), batch_size=64)
+
+
+        def eval_loader(url):
+            reader = make_reader(url)
+            return DataLoader(reader, collate_fn=decimal_friendly_collate)
+        """,
+        """
+        from petastorm import make_reader
+        from petastorm.pytorch import DataLoader, decimal_friendly_collate
+        from petastream.compat import make_batch_reader
+        from petastream.compat.pytorch import BatchedDataLoader
+
+
+        def train_loader(converter):
+            return BatchedDataLoader(make_batch_reader(converter.file_urls), batch_size=64)
+
+
+        def eval_loader(url):
+            reader = make_reader(url)
+            return DataLoader(reader, collate_fn=decimal_friendly_collate)
+        """,
+        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
+    )
+
+
+def test_a_spec_for_a_converter_and_a_petastorm_reader_moves() -> None:
+    # compat's converter needs compat's TransformSpec; Petastorm's reader reads it too (it uses
+    # only func, edit_fields, removed_fields and selected_fields)
+    assert_migrates(
+        """
+        from petastorm import make_reader, TransformSpec
+
+        spec = TransformSpec(fn, removed_fields=["idx"])
+        peek = make_reader(url, transform_spec=spec)
+        loader = converter.make_torch_dataloader(transform_spec=spec)
+        """,
+        """
+        from petastorm import make_reader
+        from petastream.compat import TransformSpec
+
+        spec = TransformSpec(fn, removed_fields=["idx"])
+        peek = make_reader(url, transform_spec=spec)
+        loader = converter.make_torch_dataloader(transform_spec=spec)
+        """,
+        ["unsupported-import"],
+    )
+
+
+def test_a_reader_compat_takes_over_moves_its_whole_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What compat reads is declared in one place: the day compat reads Parquet with
+    # make_reader, flipping it there moves reader, spec, loader and collate together.
+    monkeypatch.setitem(
+        mapping.COMPAT_READERS,
+        "petastorm.make_reader",
+        mapping.CompatReader("petastream.compat.make_reader", mapping.ANY_DATASET),
+    )
+    assert_migrates(
+        """
+        from petastorm import make_reader, TransformSpec
+        from petastorm.pytorch import DataLoader, decimal_friendly_collate
+
+        spec = TransformSpec(fn)
+        with DataLoader(make_reader(url, transform_spec=spec), collate_fn=decimal_friendly_collate) as loader:
+            pass
+        """,
+        """
+        from petastream.compat import make_reader, TransformSpec
+        from petastream.compat.pytorch import DataLoader, decimal_friendly_collate
+
+        spec = TransformSpec(fn)
+        with DataLoader(make_reader(url, transform_spec=spec), collate_fn=decimal_friendly_collate) as loader:
+            pass
+        """,
+    )
 
 
 # -- custom collate_fn --------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from petastream.pipeline import arena as arena_mod
-from petastream.pipeline.arena import ALIGN, Arena, ArenaError
+from petastream.pipeline.procpool import arena as arena_mod
+from petastream.pipeline.procpool.arena import ALIGN, Arena, ArenaError
 
 
 def test_packed_parts_come_back_as_aligned_views_of_one_base():

@@ -14,11 +14,13 @@ import pytest
 
 from petastream.errors import InvalidArgumentError
 from petastream.mds.writer import write_mds
-from petastream.pipeline import BatchLoader, parking, processes
-from petastream.pipeline.arena import Strings
-from petastream.pipeline.parking import ProcessExecutor
+from petastream.pipeline import BatchLoader
 from petastream.pipeline.parts import DENSE, RAGGED, STRING, ColumnParts, FlatParts
-from petastream.pipeline.processes import WorkerDiedError
+from petastream.pipeline.procpool import parking
+from petastream.pipeline.procpool import pool as processes
+from petastream.pipeline.procpool.arena import Strings
+from petastream.pipeline.procpool.parking import ProcessExecutor
+from petastream.pipeline.procpool.pool import WorkerDiedError
 
 pytestmark = pytest.mark.timeout(180)
 N = 3000
@@ -41,16 +43,9 @@ class PartsLoader(BatchLoader):
     """A framework-free loader whose batches are flat parts, run by threads or processes."""
 
     def __init__(self, *args, processes: bool = True, slots: int = 4, strings: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._convert = PARTS
-        self.executor = ProcessExecutor(self.num_workers, slots, strings) if processes else None
-
-    def _execute(self, work):
-        return super()._execute(work) if self.executor is None else self.executor(work)
-
-    def close(self):
-        if self.executor is not None:
-            self.executor.close()
+        workers = kwargs.get("num_workers", 2)
+        executor = ProcessExecutor(workers, slots, strings) if processes else None
+        super().__init__(*args, convert=PARTS, executor=executor, **kwargs)
 
 
 def _rows(batch):
@@ -158,7 +153,7 @@ def test_an_item_names_the_arena_it_is_in_when_a_request_was_answered_late():
     import socket
     from multiprocessing.connection import Connection
 
-    from petastream.pipeline.arena import Arena
+    from petastream.pipeline.procpool.arena import Arena
 
     pool = processes.WorkerPool(1, slots=3)
     try:

@@ -8,12 +8,13 @@ in bulk by :class:`~petastream.torch.TorchLoader` instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from petastream.pipeline import MappedRun
 from petastream.torch import TorchLoader
 
-__all__ = ["CollatingLoader", "rows"]
+__all__ = ["collating_loader", "rows"]
 
 
 def rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
@@ -23,14 +24,9 @@ def rows(batch: dict[str, Any]) -> list[dict[str, Any]]:
     return [{name: batch[name][i] for name in names} for i in range(n)]
 
 
-class CollatingLoader(TorchLoader):
-    """Numpy batches from the workers, cut into rows and collated by the user's function."""
-
-    def __init__(self, dataset: Any, collate_fn: Any, **kwargs: Any):
-        super().__init__(dataset, **kwargs)
-        self._convert = None  # rows are cut from numpy columns, as Petastorm's reader gives them
-        self.collate_fn = collate_fn
-
-    def _stage(self, run: Any) -> Any:
-        fn = self.collate_fn
-        return MappedRun(super()._stage(run), lambda batch: fn(rows(batch)))
+def collating_loader(dataset: Any, collate_fn: Callable[[list[dict[str, Any]]], Any], **kwargs: Any) -> TorchLoader:
+    """A :class:`~petastream.torch.TorchLoader` handing out numpy batches (as Petastorm's reader
+    gives them), cut into rows and collated by ``collate_fn`` in the iterating thread."""
+    loader = TorchLoader(dataset, convert=None, **kwargs)
+    loader.stages.append(lambda run: MappedRun(run, lambda batch: collate_fn(rows(batch))))
+    return loader

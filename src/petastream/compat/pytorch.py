@@ -6,11 +6,15 @@ what the converter's context manager passes as ``reader=``) and runs petastream'
 reader's column order; unlike Petastorm, string, binary and decimal columns come back as lists
 instead of a ``TypeError``.
 
-Iteration: each loader owns one :class:`~petastream.torch.TorchLoader`, so each new pass is the
-next epoch in a new order, as for every petastream loader (with the converter's default
-``num_epochs=None`` one pass never ends). Petastorm's rules stay: a new pass logs Petastorm's
+Iteration (``DataLoader``, ``BatchedDataLoader``): each loader owns one
+:class:`~petastream.torch.TorchLoader`, so each new pass is the next epoch in a new order, as
+for every petastream loader (with the converter's default ``num_epochs=None`` one pass never
+ends). Petastorm's rules stay: a new pass logs Petastorm's
 "Start a new pass" warning, a second ``iter()`` while a pass is running is an error, and so is
 one after a pass failed.
+
+``InMemBatchedDataLoader`` is Petastorm's: it reads its rows when constructed and stops the
+reader, and is iterated once (``num_epochs`` epochs in that pass).
 
 ``DataLoader(reader, collate_fn=fn)`` with your own ``fn`` runs it as Petastorm does: on a list
 of ``batch_size`` row dicts (numpy values), in the iterating thread. The default
@@ -20,7 +24,7 @@ of ``batch_size`` row dicts (numpy values), in the iterating thread. The default
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -35,22 +39,44 @@ _PARALLEL_ITER_ERROR = (
     "beginning.If you do need to terminate early and restart from beginning, please re-create "
     "the reader and the data loader."
 )
+# Petastorm's text, with the indentation its line continuation put inside the string.
+_IN_MEM_REUSE_ERROR = ("InMemBatchedDataLoader couldn't be used multiple times, please" + " " * 20
+                       + "specify total number of epochs using num_epochs in constructor.")
 
 
 def decimal_friendly_collate(batch: Any) -> Any:
-    """Petastorm's collate: ``default_collate``, with ``Decimal``/str values kept as lists."""
+    """Petastorm's collate: ``default_collate``, except for what it cannot stack.
+
+    Decided by the first sample, as Petastorm does: ``Decimal``, ``str`` or ``bytes`` -> the
+    batch itself, unchanged; a mapping (row dict) -> a dict collated key by key; any other
+    sequence (a row as a tuple, list or namedtuple) -> a list collated position by position
+    (``zip``: rows are cut to the shortest, and a Decimal/str position comes back as the tuple
+    ``zip`` made). An empty batch is an ``IndexError``.
+    """
+    first = batch[0]
+    if isinstance(first, (Decimal, str, bytes)):
+        return batch
+    if isinstance(first, Mapping):
+        return {key: decimal_friendly_collate([row[key] for row in batch]) for key in first}
+    if isinstance(first, Sequence):  # after str/bytes, which are sequences too
+        return [decimal_friendly_collate(position) for position in zip(*batch)]
     from torch.utils.data.dataloader import default_collate
 
-    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], dict):
-        return {k: decimal_friendly_collate([d[k] for d in batch]) for k in batch[0]}
-    if isinstance(batch, (list, tuple)) and batch and isinstance(batch[0], (Decimal, str, bytes)):
-        return list(batch)
     return default_collate(batch)
 
 
 def _check_batch_size(batch_size: Any) -> None:
     optional_positive_int("batch_size", batch_size, "rows per batch",
                           fix="pass batch_size=1 or more, or None for one batch at the end of the data")
+
+
+def _check_count(name: str, value: Any, minimum: int, what: str) -> None:
+    from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentTypeError(f"{name} must be an int >= {minimum} ({what}), got {value!r}")
+    if value < minimum:
+        raise InvalidArgumentError(f"{name} must be an int >= {minimum} ({what}), got {value!r}")
 
 
 def _check_capacity(capacity: Any) -> None:
@@ -71,7 +97,7 @@ class LoaderBase:
     def _torch_loader(self, collate_fn: Any = None) -> Any:
         """The one TorchLoader behind this loader (built on first use; each pass re-iterates it)."""
         if self._loader is None:
-            from petastream.compat._collate import CollatingLoader
+            from petastream.compat._collate import collating_loader
             from petastream.torch import TorchLoader
 
             # Petastorm's DataLoader with batch_size=None emits one batch at the end of data.
@@ -81,7 +107,7 @@ class LoaderBase:
             kwargs = dict(worker_type=worker_type, logical_types=False,
                           **self.reader.loader_kwargs(size, self.shuffling_queue_capacity))
             self._loader = (TorchLoader(self.reader.dataset, **kwargs) if collate_fn is None
-                            else CollatingLoader(self.reader.dataset, collate_fn, **kwargs))
+                            else collating_loader(self.reader.dataset, collate_fn, **kwargs))
         return self._loader
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -103,9 +129,9 @@ class LoaderBase:
 
     def _iter_impl(self) -> Iterator[dict[str, Any]]:
         if self.reader.stopped:
-            from petastream.compat.reader import _STOPPED
+            from petastream.compat.reader import stopped_error
 
-            raise RuntimeError(_STOPPED)
+            raise stopped_error()
         for batch in self._torch_loader():
             yield self._finish(batch)
 
@@ -144,45 +170,55 @@ class BatchedDataLoader(LoaderBase):
         return {k: self.transform_fn(v) if not isinstance(v, list) else v for k, v in batch.items()}
 
 
-class InMemBatchedDataLoader(LoaderBase):
-    """Loads ``rows_capacity`` rows once, then serves ``num_epochs`` epochs from memory, shuffled
-    per epoch with ``torch.Generator().manual_seed(seed + epoch)`` when ``shuffle``."""
+class InMemBatchedDataLoader:
+    """Petastorm's in-memory loader: reads up to ``rows_capacity`` rows from ``reader`` when
+    constructed (then stops the reader; see :mod:`petastream.compat._inmem`), and serves
+    ``num_epochs`` epochs of them in batches of ``batch_size``, each epoch in the order of
+    ``torch.randperm(rows, generator=torch.Generator().manual_seed(seed + epoch))`` when
+    ``shuffle``. It is iterated once (all epochs in that one pass), as in Petastorm: any other
+    iteration raises Petastorm's ``RuntimeError`` when it starts."""
 
     def __init__(self, reader: Any, batch_size: int = 1, transform_fn: Any = None, num_epochs: int = 1,
                  seed: int = 0, rows_capacity: int = 1024, shuffle: bool = False):
-        super().__init__(reader, batch_size, 0)
-        self.transform_fn = transform_fn
-        self.num_epochs, self.seed, self.rows_capacity, self.shuffle = num_epochs, seed, rows_capacity, shuffle
-        self._used = False
+        # Checked before reading: Petastorm would load, then fail in range() when iterated.
+        _check_count("batch_size", batch_size, 1, "rows per batch")
+        _check_count("num_epochs", num_epochs, 0, "passes over the loaded rows")
+        _check_count("rows_capacity", rows_capacity, 1, "rows loaded into memory")
+        if transform_fn is not None and not callable(transform_fn):
+            from petastream.errors import InvalidArgumentTypeError
 
-    def _iter_impl(self) -> Iterator[dict[str, Any]]:
+            raise InvalidArgumentTypeError(
+                f"transform_fn must be callable (a numpy column -> tensor), got {transform_fn!r}")
         import torch
 
-        if self._used:
-            raise RuntimeError("InMemBatchedDataLoader couldn't be used multiple times, please specify "
-                               "total number of epochs using num_epochs in constructor.")
-        self._used = True
-        rows: dict[str, list] = {}
-        loaded = 0
-        for batch in self._torch_loader():
-            for k, v in batch.items():
-                rows.setdefault(k, []).append(v)
-            loaded += len(next(iter(batch.values())))
-            if loaded >= self.rows_capacity:
-                break
-        self.reader.stop()
-        data = {k: (torch.cat(v)[: self.rows_capacity] if isinstance(v[0], torch.Tensor)
-                    else [x for part in v for x in part][: self.rows_capacity]) for k, v in rows.items()}
-        n = min(loaded, self.rows_capacity)
+        from petastream.compat._inmem import load_rows
+
+        self.reader = reader
+        self.batch_size, self.num_epochs, self.seed, self.shuffle = batch_size, num_epochs, seed, shuffle
+        self.rows_capacity = rows_capacity
+        self._in_iter = False
+        self._columns = load_rows(reader, transform_fn or torch.as_tensor, rows_capacity)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        # A generator, as Petastorm's: a second iteration fails at its first next(), not at iter().
+        if self._in_iter:
+            raise RuntimeError(_IN_MEM_REUSE_ERROR)
+        self._in_iter = True
+        import torch
+
+        rows = len(next(iter(self._columns.values())))
         for epoch in range(self.num_epochs):
-            order = (torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + epoch))
-                     if self.shuffle else torch.arange(n))
-            for start in range(0, n, self.batch_size):
+            if self.shuffle:
+                order = torch.randperm(rows, generator=torch.Generator().manual_seed(self.seed + epoch)).tolist()
+            else:
+                order = list(range(rows))
+            for start in range(0, rows, self.batch_size):
                 idx = order[start : start + self.batch_size]
-                out = {k: (v[idx] if isinstance(v, torch.Tensor) else [v[i] for i in idx.tolist()])
-                       for k, v in data.items()}
-                yield {k: self.transform_fn(v) for k, v in out.items()} if self.transform_fn else out
+                yield {name: ([col[i] for i in idx] if isinstance(col, list) else col[idx])
+                       for name, col in self._columns.items()}
+
+    def __enter__(self) -> InMemBatchedDataLoader:
+        return self
 
     def __exit__(self, *exc: Any) -> None:
-        pass
-
+        pass  # the reader was stopped once the rows were loaded

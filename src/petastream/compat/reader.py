@@ -10,7 +10,7 @@ Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
 loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
-(:mod:`petastream.pipeline.processes`), as it also does for ``"thread"`` without a
+(:mod:`petastream.pipeline.procpool.pool`), as it also does for ``"thread"`` without a
 ``TransformSpec`` (see :func:`petastream.compat._tf._worker_type`); iterating a Reader directly
 uses threads.
 ``predicate``, ``rowgroup_selector`` and ``filters`` are refused with a clear error: filter the
@@ -59,6 +59,11 @@ def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) 
                                "files (no index.json found beside it)")
 
 
+def stopped_error() -> RuntimeError:
+    """Petastorm's error for a read after the reader stopped (its context exited)."""
+    return RuntimeError(_STOPPED)
+
+
 def _select(columns: list[str], schema_fields: Any) -> list[str]:
     if schema_fields is None:
         return columns
@@ -98,8 +103,9 @@ class Reader:
                              tuple(out))
         self.stopped = False
         self.last_row_consumed = False
-        self._workers: list[Any] = []  # loaders whose worker processes join() releases
-        self._on_join: list[Callable[[], None]] = []  # then these (a TF context parks its graph)
+        #: Loaders reading this plan in worker processes: join() releases their workers.
+        self.worker_loaders: list[Any] = []
+        self._on_join: list[Callable[[], None]] = []  # then these (a TF context keeps its graph)
 
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
@@ -153,13 +159,18 @@ class Reader:
     def stop(self) -> None:
         self.stopped = True
 
+    def on_join(self, release: Callable[[], None]) -> None:
+        """Call ``release`` at :meth:`join`, after those given before it."""
+        self._on_join.append(release)
+
     def join(self) -> None:
         """Petastorm's join waits for its worker pool; here it releases the worker processes of
-        the loaders reading this plan (``reader_pool_type="process"``), if any: the next
-        context's loader takes them over, else they stop after a minute."""
-        for loader in self._workers:
+        the loaders reading this plan (:attr:`worker_loaders`), which the next context's loader
+        takes over, else they stop after a minute; then what :meth:`on_join` was given (a TF
+        graph, kept for the next context)."""
+        for loader in self.worker_loaders:
             loader.close()
-        self._workers.clear()
+        self.worker_loaders.clear()
         for release in self._on_join:
             release()
         self._on_join.clear()

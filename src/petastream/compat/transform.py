@@ -69,6 +69,12 @@ def _from_pandas(frame: Any) -> dict[str, Any]:
                 values = np.stack(values)
             except ValueError:
                 pass  # ragged: keep one array per row
+        if not values.flags.writeable:
+            # pandas' copy-on-write (always on from pandas 3) gives read-only views of the frame,
+            # whose memory may back another column too (df["b"] = df["a"]) or be the user's own
+            # array: torch warns on them, and marking them writable would let a write to one
+            # tensor show in another. A copy is ours (pandas 2 hands out writable arrays).
+            values = values.copy()
         out[str(name)] = values
     return out
 

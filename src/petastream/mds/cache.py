@@ -10,6 +10,7 @@ source never hits an old copy. Layout::
     <root>/v1/data/<key>.tmp-<pid>-<rand>    a fill in progress (or one a killed process left)
     <root>/v1/locks/<abc>.lock               fill locks, one per stripe of keys (never removed)
     <root>/v1/evict.lock                     serializes space accounting and eviction
+    <root>/v1/readers/<pid>-<nonce>.*        what each live reader needs soon (see mds.announce)
 
 Single flight. Threads of a process wait on one in-process future per key; processes sharing
 the directory (DataLoader workers, ranks of a node) take the key's stripe lock, a ``flock``
@@ -31,8 +32,9 @@ never keeps disk space unaccounted for.
 Bounded size. Before a fill, under ``evict.lock``, the cache counts its files (temporary ones
 at their full size: a fill truncates its file to the final size at once, which makes it a
 reservation other processes see) and evicts unpinned entries, least recently opened first,
-skipping the keys a reader of this process needs soon (its read-ahead window), until the new
-shard fits ``limit``. Without a limit the cache keeps 5% of the disk (at least 1 GiB) free.
+skipping the keys a reader of any live process on the cache needs soon (its read-ahead window,
+announced by :meth:`ShardCache.announce`), until the new shard fits ``limit``. Without a
+limit the cache keeps 5% of the disk (at least 1 GiB) free.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import Any, BinaryIO
 from filelock import FileLock, Timeout
 
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
+from petastream.mds.announce import Announcements
 from petastream.mds.sizes import human
 
 __all__ = ["ShardCache", "CacheUsage", "default_cache_root", "open_pinned"]
@@ -86,7 +89,9 @@ def open_pinned(path: str) -> Any | None:
         if st.st_nlink == 0:  # evicted between our open and our lock
             return None
         with contextlib.suppress(OSError):
-            os.utime(fd)  # least recently opened goes first
+            # atime: when last opened (least recently opened goes first); mtime stays when it
+            # was filled (oldest filled goes first while other readers share the cache).
+            os.utime(fd, ns=(time.time_ns(), st.st_mtime_ns))
         return _map(fd, st.st_size)
     finally:
         os.close(fd)
@@ -102,7 +107,8 @@ class _File:
     key: str
     path: str
     size: int
-    mtime: float
+    mtime: float  # filled
+    atime: float = 0.0  # last opened
 
 
 @dataclass
@@ -141,6 +147,7 @@ class ShardCache:
         self.lock_dir = os.path.join(self.root, _LAYOUT, "locks")
         self._evict_lock_path = os.path.join(self.root, _LAYOUT, "evict.lock")
         self._protectors: list[weakref.WeakMethod] = []
+        self._announcements = Announcements(os.path.join(self.root, _LAYOUT, "readers"))
         self._dirs_ready = False
         self._reset()
 
@@ -175,6 +182,13 @@ class ShardCache:
         with self._lock:
             self._protectors = [p for p in self._protectors if p() is not None]
             self._protectors.append(weakref.WeakMethod(keys_needed_soon))
+
+    def announce(self) -> None:
+        """Tell the other processes on this cache what this one's readers need soon (call it
+        when that may have changed: a new read-ahead request, a closed reader). Writes a file
+        only when the set of keys changed."""
+        soon = self._own_protected()
+        self._announcements.publish(sorted(soon, key=soon.__getitem__))
 
     def get(self, key: str, size: int, fill: Callable[[BinaryIO], None], *,
             limit: int | None = None, wait: bool = True,
@@ -306,11 +320,16 @@ class ShardCache:
         for f in usage.files:  # temporary files whose fill lock is free: left by a dead process
             if _TMP in f.key and self._stale(f):
                 used -= f.size
-        # Not needed soon, least recently opened first; then the needed-soon ones, the one
-        # needed last first (a window larger than the cache must still make room).
-        soon = self._protected()
+        # Needed soon by no live reader first, then the needed-soon ones, the one needed last
+        # first (a window larger than the cache must still make room). Of the first, alone:
+        # least recently opened first; with other readers on the cache, oldest filled first:
+        # they read at their own paces, and what the reader ahead filled first, the ones behind
+        # it pass first too (least recently opened would evict what they need next and keep
+        # what all of them just passed).
+        others = self._announcements.others()
+        soon = self._protected(others)
         entries = [f for f in usage.files if _TMP not in f.key]
-        entries.sort(key=lambda f: (1, -soon[f.key]) if f.key in soon else (0, f.mtime))
+        entries.sort(key=lambda f: (1, -soon[f.key]) if f.key in soon else (0, f.mtime if others else f.atime))
         for f in entries:
             if used + need <= budget:
                 break
@@ -331,8 +350,16 @@ class ShardCache:
         except (Timeout, FileNotFoundError):
             return False
 
-    def _protected(self) -> dict[str, int]:
-        """Key -> how soon a reader of this process needs it (0: next)."""
+    def _protected(self, others: list[list[str]]) -> dict[str, int]:
+        """Key -> how soon a reader of this process or of another live one on the cache
+        (``others``: their announcements) needs it (0: next)."""
+        soon = self._own_protected()
+        for keys in others:
+            for rank, key in enumerate(keys):
+                soon[key] = min(rank, soon.get(key, rank))
+        return soon
+
+    def _own_protected(self) -> dict[str, int]:
         soon: dict[str, int] = {}
         with self._lock:
             protectors = list(self._protectors)
@@ -355,7 +382,7 @@ class ShardCache:
                 st = de.stat()
             except FileNotFoundError:
                 continue
-            f = _File(de.name, de.path, st.st_size, st.st_mtime)
+            f = _File(de.name, de.path, st.st_size, st.st_mtime, st.st_atime)
             usage.files.append(f)
             if _TMP in de.name:
                 usage.temporary += 1
@@ -381,7 +408,7 @@ class ShardCache:
             for f in usage.files:
                 if _TMP in f.key and self._stale(f):
                     removed, freed, used = removed + 1, freed + f.size, used - f.size
-            for f in sorted((f for f in usage.files if _TMP not in f.key), key=lambda f: f.mtime):
+            for f in sorted((f for f in usage.files if _TMP not in f.key), key=lambda f: f.atime):
                 if to_bytes is None or used <= to_bytes:
                     break
                 if _evict(f.path):

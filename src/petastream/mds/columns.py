@@ -26,13 +26,38 @@ def num_rows(block: dict[str, Any]) -> int:
     return len(next(iter(block.values()))) if block else 0
 
 
+def _per_row(col: Any) -> bool:
+    """Whether a column holds one Python object per row (``Ragged`` included): what cannot be
+    written into a preallocated numeric array."""
+    return isinstance(col, Ragged) or (isinstance(col, np.ndarray) and col.dtype == object)
+
+
+def _as_objects(col: Any) -> np.ndarray:
+    """An object array of the column's rows (a ``Ragged``'s rows are views of its values)."""
+    if not isinstance(col, Ragged):
+        return col
+    out = np.empty(len(col), dtype=object)
+    for i in range(len(col)):
+        out[i] = col[i]
+    return out
+
+
 def _concat(parts: Sequence[Any]) -> Any:
-    if isinstance(parts[0], Ragged):
-        values = np.concatenate([p.values for p in parts])
-        lengths = np.concatenate([p.lengths() for p in parts])
+    """Parts of one column, stacked. An ``ndarray`` column decodes per shard to a ``Ragged``
+    (1-D arrays of one dtype) or an object array of arrays (other ranks, mixed dtypes): parts
+    of both kinds, or ``Ragged`` parts of different dtypes, stack as an object array that
+    keeps every array as written (numpy's concatenation would promote int32 and uint8 values
+    to one type, and a ``Ragged`` cannot hold 2-D rows)."""
+    filled = [p for p in parts if len(p)] or list(parts[:1])
+    if isinstance(filled[0], Ragged) and all(
+            isinstance(p, Ragged) and p.values.dtype == filled[0].values.dtype for p in filled):
+        values = np.concatenate([p.values for p in filled])
+        lengths = np.concatenate([p.lengths() for p in filled])
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return Ragged(values, offsets)
+    if any(_per_row(p) for p in filled):
+        return np.concatenate([_as_objects(p) for p in filled])
     return np.concatenate(parts)
 
 
@@ -52,18 +77,18 @@ def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndar
     """One block of ``n`` rows where row ``positions[k][j]`` is row ``j`` of ``parts[k]``.
 
     The positions of all parts together must cover ``0..n-1`` once each. Arrays are written
-    into place (one copy, no intermediate concatenation); :class:`Ragged` columns are
-    concatenated and reordered.
+    into place (one copy, no intermediate concatenation); columns with a :class:`Ragged` part
+    are concatenated (see :func:`_concat`) and reordered.
     """
     if len(parts) == 1 and np.array_equal(positions[0], np.arange(n)):
         return parts[0]
     out: dict[str, Any] = {}
     for name, first in parts[0].items():
-        if isinstance(first, Ragged):
+        if any(isinstance(p[name], Ragged) for p in parts):
             merged = _concat([p[name] for p in parts])
             inverse = np.empty(n, dtype=np.int64)
             inverse[np.concatenate(positions)] = np.arange(n)
-            out[name] = merged.take(inverse)
+            out[name] = merged.take(inverse) if isinstance(merged, Ragged) else merged[inverse]
             continue
         col = np.empty((n, *first.shape[1:]), dtype=first.dtype)
         rows = _as_items(col)

@@ -37,6 +37,7 @@ from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
 from petastream.mds.sizes import cache_limit_setting
 from petastream.mds.sources import ShardSources
 from petastream.mds.storage import Location, resolve
+from petastream.stream.budget import local_readers, reader_shares
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
 
@@ -112,6 +113,9 @@ class MDSDataset:
         self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(cache_limit)
+        #: Processes of this node expected to read through the cache at once (torchrun's
+        #: LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them.
+        self.cache_readers = local_readers()
         #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
@@ -119,24 +123,11 @@ class MDSDataset:
         self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
         self._all_in_place = all(p is not None for p in self._in_place)
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
-                                workers=prefetch_workers, **self._budgets())
+                                workers=prefetch_workers, **_shares(self.cache_limit, self.cache_readers))
         self.cache.protect(self._keys_needed_soon)
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays), or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8; see ``ShardData.read_columns``).
         self.strings = "objects"
-
-    def _budgets(self) -> dict[str, int | None]:
-        """Shares of a limited cache this reader may pin: a quarter for read-ahead, a quarter
-        for shards already read (the rest: the shards decode threads are reading, and other
-        readers), split between the node's ranks (torchrun's LOCAL_WORLD_SIZE)."""
-        if self.cache_limit is None:
-            return {"cached_budget": None, "ahead_budget": None}
-        try:
-            procs = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-        except ValueError:
-            procs = 1
-        return {"cached_budget": self.cache_limit // (4 * procs),
-                "ahead_budget": self.cache_limit // (4 * procs)}
 
     def _read_sidecar(self) -> dict[str, dict[str, str]]:
         try:
@@ -220,26 +211,17 @@ class MDSDataset:
                 yield data.get_item(i)
 
     def read_shard(self, shard: int, ids: np.ndarray | None = None,
-                   columns: list[str] | None = None) -> dict[str, Any]:
+                   columns: Sequence[str] | None = None) -> dict[str, Any]:
         """Decode samples ``ids`` of one shard (all when None) into columns, in bulk."""
         return self.shard(shard).read_columns(ids, columns, self.strings)
 
-    def read(self, ids: np.ndarray, columns: list[str] | None = None) -> dict[str, Any]:
+    def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """Decode global sample ``ids`` (any order) into columns, one bulk read per shard."""
-        from petastream.stream.grouping import group_by_shard
+        from petastream.source import read_ids
 
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
-            raise OutOfRangeError(f"sample ids out of range for a dataset of {len(self)} samples")
-        if not len(ids):
-            return self.read_shard(0, ids, columns) if self.shards else {}
-        groups = group_by_shard(ids, self.shard_offsets)
-        if len(groups) == 1:  # one shard: read in the order asked, straight into place
-            g = groups[0]
-            return self.read_shard(g.shard, ids - self.shard_offsets[g.shard], columns)
-        return self.read_parts(groups, len(ids), columns)
+        return read_ids(self, ids, columns)
 
-    def read_parts(self, groups: Iterable[Any], n: int, columns: list[str] | None = None) -> dict[str, Any]:
+    def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """One block of ``n`` rows from several shards: each group (``shard``, ``local_ids``,
         ``positions``; the groups' positions cover ``0..n-1`` once) read in the order given,
         its row ``j`` landing at row ``positions[j]``.
@@ -277,6 +259,8 @@ class MDSDataset:
         if bad:
             raise OutOfRangeError(f"shards {bad[:5]} out of range ({n} shards)")
         self._open.prefetch(wanted)
+        if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
+            self.cache.announce()
 
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
@@ -284,6 +268,8 @@ class MDSDataset:
         what it needs; arrays a caller still holds keep their own shard mapped."""
         self._open.close()
         self._open.release()
+        if not self._all_in_place:
+            self.cache.announce()
 
     def shard(self, i: int) -> ShardData:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
@@ -368,6 +354,12 @@ class MDSDataset:
             buf.madvise(mmap.MADV_WILLNEED)  # start reading it from disk (or a network mount) now
         self.sources.verify_in_place(i, path, buf)
         return buf
+
+
+def _shares(cache_limit: int | None, readers: int) -> dict[str, int | None]:
+    """What this reader may pin of a limited cache (the budget's rule, :func:`reader_shares`)."""
+    cached, ahead = reader_shares(cache_limit, readers)
+    return {"cached_budget": cached, "ahead_budget": ahead}
 
 
 def _missing_index(loc: Location) -> Exception:

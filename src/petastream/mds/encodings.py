@@ -25,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import EncodingError, FormatError, UnsafeEncodingError
+from petastream.errors import (
+    EncodedSizeError,
+    EncodingError,
+    EncodingOverflowError,
+    EncodingTypeError,
+    FormatError,
+    UnknownEncodingError,
+    UnsafeEncodingError,
+)
 
 __all__ = [
     "Encoding",
@@ -34,6 +42,7 @@ __all__ = [
     "get_mds_encodings",
     "get_mds_encoded_size",
     "encode_value",
+    "wrong_type",
     "UNSAFE_ENCODINGS",
 ]
 
@@ -116,10 +125,21 @@ def encode_value(enc: Encoding, value: Any) -> bytes:
     else:
         data = enc.encode(value)
     if enc.size is not None and len(data) != enc.size:
-        raise EncodingError(
-            f"encoding {enc.name!r} takes exactly {enc.size} bytes per value, got {len(data)}"
+        raise EncodedSizeError(  # Mosaic's KeyError and sentence, then what to do
+            f"Unexpected data size; was this data typed with the correct encoding ({enc.name})? "
+            f"It takes exactly {enc.size} bytes per value, got {len(data)}"
         )
     return data
+
+
+def wrong_type(encoding: str, expected: Any, value: Any, fix: str) -> EncodingTypeError:
+    """The error for a value of the wrong type: Mosaic's sentence (``data should be of type
+    <class 'str'>, but instead, found as <class 'int'>``) after the encoding's name, then
+    ``fix``. ``expected``: a class, or a description of what is taken."""
+    shown = repr(value)
+    shown = f" ({shown[:60]}...)" if len(shown) > 60 else f" ({shown})"
+    return EncodingTypeError(f"encoding {encoding!r}: data should be of type {expected}, but instead, "
+                             f"found as {type(value)}{shown}; {fix}")
 
 
 # --- fixed-size numeric scalars ------------------------------------------------------------
@@ -134,9 +154,23 @@ class NumpyScalar(Encoding):
         self.size = self.dtype.itemsize
 
     def encode(self, value: Any) -> bytes:
+        # numpy's own error types (Mosaic's, since it calls numpy): None -> TypeError, an
+        # out-of-range int -> OverflowError (numpy 2's; numpy 1 wraps it around, so checked here).
+        # (Beyond 64 bits numpy raises its own "Python int too large to convert to C long".)
+        if self.dtype.kind in "iu" and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            info, v = np.iinfo(self.dtype), int(value)
+            if -(1 << 63) <= v < 1 << 64 and not info.min <= v <= info.max:
+                raise EncodingOverflowError(
+                    f"cannot encode {value!r} as {self.name}: Python integer {value} out of bounds for "
+                    f"{self.name}; pick a wider type")
         try:
             return np.asarray(value, dtype=self.dtype).reshape(()).tobytes()
-        except (ValueError, TypeError, OverflowError) as e:
+        except TypeError as e:
+            raise EncodingTypeError(f"cannot encode {value!r} as {self.name}: {e}") from e
+        except OverflowError as e:
+            raise EncodingOverflowError(
+                f"cannot encode {value!r} as {self.name}: {e}; pick a wider type") from e
+        except ValueError as e:
             raise EncodingError(f"cannot encode {value!r} as {self.name}: {e}") from e
 
     def decode(self, data: bytes | memoryview) -> Any:
@@ -156,11 +190,13 @@ class Int(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, (int, np.integer)):
-            raise EncodingError(f"encoding 'int' needs an int, got {type(value).__name__} {value!r}")
+            raise wrong_type("int", int, value, "pass an int (int(x) converts numbers)")
         try:
             return np.int64(value).tobytes()
         except OverflowError as e:
-            raise EncodingError(f"{value!r} does not fit the 'int' encoding (int64)") from e
+            raise EncodingOverflowError(
+                f"encoding 'int': {e} ({value!r} does not fit int64); use 'str_int' for integers "
+                "of any size") from e
 
     def decode(self, data: bytes | memoryview) -> int:
         return int(np.frombuffer(data, dtype=self.dtype)[0])
@@ -175,7 +211,7 @@ class Bytes(Encoding):
     def encode(self, value: Any) -> bytes:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
-        raise EncodingError(f"encoding 'bytes' needs bytes, got {type(value).__name__}")
+        raise wrong_type("bytes", bytes, value, "pass bytes, or use the encoding of its type ('str', 'int', 'json'...)")
 
     def decode(self, data: bytes | memoryview) -> bytes:
         return bytes(data)
@@ -195,7 +231,7 @@ class Str(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, str):
-            raise EncodingError(f"encoding 'str' needs str, got {type(value).__name__} {value!r}")
+            raise wrong_type("str", str, value, "pass str, or use the encoding of its type ('bytes', 'int'...)")
         return value.encode("utf-8")
 
     def decode(self, data: bytes | memoryview) -> str:
@@ -341,7 +377,7 @@ class StrInt(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise EncodingError(f"encoding 'str_int' needs an int, got {type(value).__name__}")
+            raise wrong_type("str_int", int, value, "pass an int (int(x) converts numbers)")
         return str(int(value)).encode()
 
     def decode(self, data: bytes | memoryview) -> int:
@@ -353,7 +389,7 @@ class StrFloat(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, (float, np.floating)):
-            raise EncodingError(f"encoding 'str_float' needs a float, got {type(value).__name__}")
+            raise wrong_type("str_float", float, value, "pass a float (float(x) converts numbers)")
         return str(float(value)).encode()
 
     def decode(self, data: bytes | memoryview) -> float:
@@ -365,9 +401,7 @@ class StrDecimal(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, Decimal):
-            raise EncodingError(
-                f"encoding 'str_decimal' needs a decimal.Decimal, got {type(value).__name__}"
-            )
+            raise wrong_type("str_decimal", Decimal, value, "pass a decimal.Decimal (Decimal(str(x)) converts)")
         return str(value).encode()
 
     def decode(self, data: bytes | memoryview) -> Decimal:
@@ -382,8 +416,10 @@ class Json(Encoding):
             value = value.tolist()
         try:
             return json.dumps(value).encode("utf-8")
-        except TypeError as e:
-            raise EncodingError(f"value is not JSON-serialisable: {e}") from e
+        except TypeError as e:  # Mosaic lets json's TypeError through: ours is one too
+            raise EncodingTypeError(
+                f"encoding 'json': {e}; convert the value to dict, list, str, int, float, bool or "
+                "None, or use 'pkl'") from e
 
     def decode(self, data: bytes | memoryview) -> Any:
         return json.loads(bytes(data).decode("utf-8"))
@@ -429,14 +465,14 @@ def get_mds_encodings() -> set[str]:
 def get_encoding(name: str, *, allow_unsafe: bool = True) -> Encoding:
     """Look up an encoding by name (``ndarray:<dtype>[:<shape>]`` included)."""
     if not isinstance(name, str):
-        raise FormatError(f"an encoding name must be a string, got {name!r}")
+        raise UnknownEncodingError(f"an encoding name must be a string, got {name!r}")
     base, sep, config = name.partition(":")
     if base == "ndarray":
         from petastream.mds.ndarray import NDArray
 
         return NDArray.from_name(name)
     if sep:
-        raise FormatError(f"encoding {name!r}: only 'ndarray' takes a ':' configuration")
+        raise UnknownEncodingError(f"encoding {name!r}: only 'ndarray' takes a ':' configuration")
     if name in UNSAFE_ENCODINGS and not allow_unsafe:
         raise UnsafeEncodingError(
             f"encoding {name!r} unpickles arbitrary objects and can run code; "
@@ -449,7 +485,7 @@ def get_encoding(name: str, *, allow_unsafe: bool = True) -> Encoding:
         from petastream.mds.images import IMAGE_ENCODINGS
 
         return IMAGE_ENCODINGS[name]
-    raise FormatError(
+    raise UnknownEncodingError(
         f"unknown MDS encoding {name!r}; valid: {', '.join(sorted(get_mds_encodings()))} "
         "(and ndarray:<dtype>[:<d0>,<d1>...])"
     )

@@ -15,7 +15,8 @@ from petastream.errors import FormatError
 
 __all__ = ["HASH_ALGORITHMS", "DEFAULT_HASHES", "hasher", "hexdigest", "check_hashes"]
 
-#: What materialization records per shard unless told otherwise: xxh3-64 hashes at memory
+#: What materialization and the writers record per shard unless told otherwise (``hashes=[]``
+#: records none): xxh3-64 hashes at memory
 #: speed (tens of GB/s), so every reader checks each shard once at no noticeable cost, and
 #: Mosaic Streaming reads it too (``validate_hash='xxh3_64'``).
 DEFAULT_HASHES: tuple[str, ...] = ("xxh3_64",)

@@ -9,8 +9,10 @@ Layouts (Mosaic's):
 * ``png``: ``img.save(buf, 'PNG')``.
 * ``list[pil|jpeg|png]``: ``uint32 0`` (reserved), ``uint32 n``, ``uint32 size[n]``, then the
   n element encodings back to back.
-* ``jpeg_array`` (alias ``jpegarray``): ``uint32 n``, ``uint32 size[n]``, then n JPEG byte
-  strings that are already encoded; decodes to a list of images (n == 0 is an error).
+* ``jpeg_array`` (alias ``jpegarray``): ``uint32 n``, ``uint32 size[n]``, then n JPEG files
+  that are already encoded (any bytes-like: ``bytes``, ``bytearray``, ``memoryview``, as Mosaic
+  takes); decodes to a list of images. n == 0 is refused when written: Mosaic writes it but
+  neither reader can decode it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from petastream.errors import EncodingError, MissingExtraError
-from petastream.mds.encodings import Encoding
+from petastream.mds.encodings import Encoding, wrong_type
 
 __all__ = ["IMAGE_ENCODINGS"]
 
@@ -41,7 +43,7 @@ def _pil() -> ModuleType:  # PIL.Image
 def _check_image(value: Any, name: str) -> Any:
     Image = _pil()
     if not isinstance(value, Image.Image):
-        raise EncodingError(f"encoding {name!r} needs a PIL.Image, got {type(value).__name__}")
+        raise wrong_type(name, Image.Image, value, "pass a PIL image (Image.open, Image.fromarray)")
     return value
 
 
@@ -98,7 +100,11 @@ def _pack_list(parts: list[bytes], reserved: bool) -> bytes:
 def _unpack_list(data: bytes | memoryview, reserved: bool) -> list[memoryview]:
     view = memoryview(bytes(data))
     pos = 4 if reserved else 0
+    if len(view) < pos + 4:
+        raise EncodingError(f"image list: {len(view)} bytes is too short for its header")
     (n,) = np.frombuffer(view[pos : pos + 4], "<u4")
+    if len(view) < pos + 4 + 4 * int(n):
+        raise EncodingError(f"image list: {len(view)} bytes is too short for {int(n)} image sizes")
     sizes = np.frombuffer(view[pos + 4 : pos + 4 + 4 * int(n)], "<u4")
     pos += 4 + 4 * int(n)
     out = []
@@ -117,7 +123,7 @@ class ImageList(Encoding):
 
     def encode(self, value: Any) -> bytes:
         if not isinstance(value, (list, tuple)):
-            raise EncodingError(f"encoding {self.name!r} needs a list of PIL images")
+            raise wrong_type(self.name, list, value, "pass a list of PIL images")
         return _pack_list([self.element.encode(v) for v in value], reserved=True)
 
     def decode(self, data: bytes | memoryview) -> list[Any]:
@@ -129,9 +135,16 @@ class JPEGArray(Encoding):
         self.name = name
 
     def encode(self, value: Any) -> bytes:
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, bytes) for v in value):
-            raise EncodingError(f"encoding {self.name!r} needs a sequence of encoded JPEG bytes")
-        return _pack_list(list(value), reserved=False)
+        fix = "pass a list of JPEG files as bytes (or use 'list[jpeg]' for PIL images)"
+        if not isinstance(value, (list, tuple)):
+            raise wrong_type(self.name, list, value, fix)
+        for i, v in enumerate(value):
+            if not isinstance(v, (bytes, bytearray, memoryview)):
+                raise wrong_type(self.name, f"{bytes} (item {i})", v, fix)
+        if not value:
+            raise EncodingError(f"encoding {self.name!r}: a value needs at least one image (an empty "
+                                "list is written by Mosaic but cannot be decoded by it or us)")
+        return _pack_list([bytes(v) for v in value], reserved=False)
 
     def decode(self, data: bytes | memoryview) -> list[Any]:
         parts = _unpack_list(data, reserved=False)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import FormatError, InternalError
+from petastream.errors import FormatError, InternalError, UnknownEncodingError
 from petastream.mds.encodings import Encoding, get_encoding
 
 __all__ = ["ColumnLayout", "parse_size_limit"]
@@ -44,8 +44,13 @@ def parse_size_limit(value: int | str | None) -> int | None:
             raise FormatError(f"size_limit {value!r} is not a size; use e.g. 67108864 or '64mb'") from e
     else:
         raise FormatError(f"size_limit must be an int or a string like '64mb', got {value!r}")
-    if not 0 <= limit < 1 << 32:
-        raise FormatError(f"size_limit {value!r} must be in [0, 2**32): offsets in a shard are uint32")
+    # Mosaic's sentences (its tests match on them), then the fix
+    if limit < 0:
+        raise FormatError(f"`size_limit` must be greater than zero, instead, found as {limit}. Pass "
+                          "bytes (67108864) or a size ('64mb'), or None for one shard")
+    if limit >= 1 << 32:
+        raise FormatError(f"`size_limit` must be less than 2**32, instead, found as {limit}. This is "
+                          "because sample byte offsets are stored with uint32; use e.g. '64mb'")
     return limit or None
 
 
@@ -64,8 +69,14 @@ class ColumnLayout:
                 raise FormatError(f"column names must be strings, got {name!r}")
         names = tuple(sorted(columns))
         enc_names = tuple(columns[n] for n in names)
-        encs = tuple(get_encoding(e, allow_unsafe=allow_unsafe) for e in enc_names)
-        return cls(names, enc_names, encs)
+        encs = []
+        for name, enc in zip(names, enc_names):
+            try:
+                encs.append(get_encoding(enc, allow_unsafe=allow_unsafe))
+            except UnknownEncodingError as e:  # Mosaic's TypeError and sentence, then ours
+                raise UnknownEncodingError(
+                    f"MDSWriter passed column `{name}` with encoding `{enc}` is unsupported. {e}") from e
+        return cls(names, enc_names, tuple(encs))
 
     @classmethod
     def from_shard(cls, shard: Mapping[str, Any], *, allow_unsafe: bool = False) -> ColumnLayout:

@@ -8,7 +8,8 @@ Byte layout of one value::
 
 ``dims`` use the smallest unsigned type (shape_code 0..3 = uint8/16/32/64) with
 ``max(shape) < 2**(8*size)``; ``values`` is ``arr.tobytes()`` in C order, little-endian.
-ndim is 1..63 and every dimension >= 1 (0-d and empty arrays are rejected, as Mosaic does).
+ndim is 1..63 and every dimension >= 1 (0-d and empty arrays are rejected, as Mosaic does,
+with its error messages).
 With dtype and shape both given the encoding is fixed-size: ``prod(shape) * itemsize`` bytes.
 """
 
@@ -18,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import EncodingError, FormatError
-from petastream.mds.encodings import Encoding
+from petastream.errors import EncodingError, UnknownEncodingError
+from petastream.mds.encodings import Encoding, wrong_type
 from petastream.mds.gather import gather_ranges
 from petastream.mds.segments import copy_segments
 
@@ -45,14 +46,16 @@ def _shape_code(shape: tuple[int, ...]) -> int:
 
 class NDArray(Encoding):
     def __init__(self, dtype: str | None = None, shape: tuple[int, ...] | None = None):
+        # Mosaic asserts on these (AssertionError); ours is its writer's error for an encoding
+        # it does not support (TypeError), and a ValueError (FormatError).
         if shape is not None and dtype is None:
-            raise FormatError("ndarray encoding: a shape needs a dtype (ndarray:<dtype>:<shape>)")
+            raise UnknownEncodingError("ndarray encoding: a shape needs a dtype (ndarray:<dtype>:<shape>)")
         if dtype is not None and dtype not in DTYPE_CODES:
-            raise FormatError(
+            raise UnknownEncodingError(
                 f"ndarray dtype {dtype!r} is not supported; valid: {', '.join(DTYPE_CODES)}"
             )
         if shape is not None and (not 1 <= len(shape) <= 63 or min(shape) < 1):
-            raise FormatError(f"ndarray shape {shape} must have 1..63 dimensions, each >= 1")
+            raise UnknownEncodingError(f"ndarray shape {shape} must have 1..63 dimensions, each >= 1")
         self.value_dtype = np.dtype(dtype).newbyteorder("<") if dtype else None
         self.shape = shape
         parts = ["ndarray"]
@@ -72,30 +75,46 @@ class NDArray(Encoding):
     def from_name(cls, name: str) -> NDArray:
         parts = name.split(":")
         if parts[0] != "ndarray" or len(parts) > 3:
-            raise FormatError(f"bad ndarray encoding {name!r}; use ndarray[:<dtype>[:<d0>,<d1>...]]")
+            raise UnknownEncodingError(f"bad ndarray encoding {name!r}; use ndarray[:<dtype>[:<d0>,<d1>...]]")
         dtype = parts[1] if len(parts) > 1 and parts[1] else None
         shape = None
         if len(parts) == 3:
             try:
                 shape = tuple(int(d) for d in parts[2].split(","))
             except ValueError as e:
-                raise FormatError(f"bad ndarray shape in {name!r}") from e
+                raise UnknownEncodingError(f"bad ndarray shape in {name!r}; use <d0>,<d1>... (ints)") from e
         return cls(dtype, shape)
 
     # -- per sample --------------------------------------------------------------------------
     def encode(self, value: Any) -> bytes:
+        # Checks in Mosaic's order, with its messages first (tests match on them).
         arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if not isinstance(value, np.ndarray) and arr.dtype.name not in DTYPE_CODES:
+            # Lists of numbers are taken; Mosaic reads .dtype of any value (AttributeError)
+            raise wrong_type(self.name, np.ndarray, value, f"pass a numpy array of {', '.join(DTYPE_CODES)}")
+        if arr.dtype.name not in DTYPE_CODES:
+            raise EncodingError(
+                f"Unsupported dtype: {arr.dtype.name}. The ndarray encoding takes {', '.join(DTYPE_CODES)}: "
+                "cast the array (arr.astype(...)) or use 'pkl'")
         if self.value_dtype is not None:
             if arr.dtype.newbyteorder("<") != self.value_dtype and arr.dtype != self.value_dtype:
-                raise EncodingError(f"Wrong dtype: expected {self.value_dtype.name}, got {arr.dtype}")
-        elif arr.dtype.name not in DTYPE_CODES:
+                raise EncodingError(
+                    f"Wrong dtype: expected {self.value_dtype.name}, got {arr.dtype.name}. Cast the "
+                    f"array (arr.astype({self.value_dtype.name!r})) or declare the column 'ndarray'")
+        if arr.size == 0:
             raise EncodingError(
-                f"ndarray dtype {arr.dtype} is not supported; valid: {', '.join(DTYPE_CODES)}"
-            )
-        if arr.ndim == 0 or arr.size == 0:
-            raise EncodingError(f"ndarray encoding needs a non-empty array of ndim >= 1, got shape {arr.shape}")
+                f"Attempting to encode a numpy array with 0 elements. Its shape is {arr.shape}: MDS "
+                "cannot store empty arrays; drop the row or store a placeholder")
+        if arr.ndim == 0:
+            raise EncodingError(
+                "Attempting to encode a scalar with NDArray encoding. Please use a scalar encoding "
+                f"({arr.dtype.name}), or reshape it to (1,)")
+        if arr.ndim > 63:
+            raise EncodingError(f"Array has too many axes: maximum 63, got {arr.ndim}.")
         if self.shape is not None and arr.shape != self.shape:
-            raise EncodingError(f"Wrong shape: expected {self.shape}, got {arr.shape}")
+            raise EncodingError(
+                f"Wrong shape: expected {self.shape}, got {arr.shape}. Reshape the array or declare "
+                f"the column 'ndarray:{self.value_dtype.name}' (any shape)")
         values = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
         if self.shape is not None:
             return values
@@ -134,7 +153,8 @@ class NDArray(Encoding):
         lengths, data = flat
         if (lengths == 0).any():
             i = int(np.argmax(lengths == 0))
-            raise EncodingError(f"value {i} is an empty array; the ndarray encoding needs >= 1 element")
+            raise EncodingError(f"Attempting to encode a numpy array with 0 elements. Value {i} is "
+                                "empty: MDS cannot store empty arrays; drop the row or store a placeholder")
         return _encode_1d(lengths, data, self.value_dtype is None)
 
     def decode_column(self, offsets: np.ndarray, data: np.ndarray) -> Any:
@@ -191,7 +211,8 @@ def _list_array_parts(values: Any, dtype: np.dtype | None) -> tuple[np.ndarray, 
     np_flat = flat.to_numpy(zero_copy_only=False)
     if dtype is not None:
         if np_flat.dtype.newbyteorder("<") != dtype and np_flat.dtype != dtype:
-            raise EncodingError(f"Wrong dtype: expected {dtype.name}, got {np_flat.dtype}")
+            raise EncodingError(f"Wrong dtype: expected {dtype.name}, got {np_flat.dtype.name}. Cast the "
+                                "Arrow column or declare it 'ndarray'")
     elif np_flat.dtype.name not in DTYPE_CODES:
         return None
     offs = arr.offsets.to_numpy().astype(np.int64)

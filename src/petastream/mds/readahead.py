@@ -8,9 +8,11 @@ shards wait unread, so the decoder finds its next shard mapped. A read (:meth:`O
 of a shard being loaded waits for that load instead of starting another; a read of a shard
 nobody asked for loads it in the reading thread.
 
-"Needed soon" (what eviction must keep) is the window: requested, loading, loaded-unread. A
-shard read-ahead loaded but no reader took within :data:`_STALE_REQUESTS` later requests (the
-plan moved on) stops counting as needed soon. A read-ahead load that finds the cache full gives
+"Needed soon" (what eviction must keep, in this process and, announced, in the others on the
+cache) is the window: the shards loading and those of the latest request, whether loaded yet
+or not (a shuffled window's chunks read its shards again and again). A shard read-ahead loaded
+but no reader took within :data:`_STALE_REQUESTS` later requests (the plan moved on) stops
+counting against the read-ahead budget. A read-ahead load that finds the cache full gives
 up (the reader will load it synchronously) and pauses read-ahead until the next read.
 Each load runs in a thread of its own (at most ``workers`` at once), so no idle pool outlives
 the reading; a load with nothing to fetch or check (a local file already verified) is done in
@@ -68,6 +70,7 @@ class OpenShards:
         self._open: OrderedDict[int, _Slot] = OrderedDict()
         self._pending: deque[int] = deque()
         self._max_pending = 4 * self.depth + 64
+        self._requested: list[int] = []  # the latest request, deduplicated
         self._reset()
         _LIVE.add(self)
 
@@ -122,8 +125,9 @@ class OpenShards:
             return
         with self._lock:
             self._generation += 1
+            self._requested = list(dict.fromkeys(shards))
             queued = set(self._pending)
-            for s in shards:
+            for s in self._requested:
                 slot = self._open.get(s)
                 if slot is not None:
                     slot.asked = self._generation
@@ -146,9 +150,9 @@ class OpenShards:
             return i in self._open
 
     def needed_soon(self) -> list[int]:
-        """Shards loading or asked for, soonest first (loaded-unread ones are mapped: pinned)."""
+        """Shards loading or in the latest request, soonest first."""
         with self._lock:
-            return [*self._loading, *(i for i in self._pending if i not in self._loading)]
+            return list(dict.fromkeys([*self._loading, *self._requested]))
 
     def release(self) -> None:
         """Unmap every shard this dataset keeps open (the cache is full: let eviction have them).
@@ -160,6 +164,7 @@ class OpenShards:
         """Forget the queued read-ahead (loads already running finish on their own)."""
         with self._lock:
             self._pending.clear()
+            self._requested = []
 
     @staticmethod
     def _call(ref: Callable[[], Callable[..., Any] | None], *args: Any) -> Any:

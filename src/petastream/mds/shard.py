@@ -22,6 +22,7 @@ through :mod:`petastream.mds.gather`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -125,7 +126,7 @@ class ShardData:
 
     # -- bulk ------------------------------------------------------------------------------
     def read_columns(self, ids: np.ndarray | None = None,
-                     columns: list[str] | None = None, strings: str = "objects") -> dict[str, Any]:
+                     columns: Sequence[str] | None = None, strings: str = "objects") -> dict[str, Any]:
         """Decode samples ``ids`` (all, in order, when None) to one array-like per column.
 
         Fixed-size columns come back as numpy arrays (a zero-copy view over the shard when

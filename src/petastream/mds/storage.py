@@ -22,7 +22,7 @@ from typing import Any
 
 from petastream.errors import MissingExtraError, StorageError
 
-__all__ = ["Location", "resolve", "is_local_url", "is_remote_mount", "REMOTE_MOUNTS_ENV"]
+__all__ = ["Location", "resolve", "is_local_url", "is_remote_mount", "remote_tag", "REMOTE_MOUNTS_ENV"]
 
 #: Colon-separated path prefixes that are FUSE mounts of remote storage, besides Databricks'.
 REMOTE_MOUNTS_ENV = "PETASTREAM_REMOTE_MOUNTS"
@@ -147,7 +147,7 @@ class Location:
             return tags
         with contextlib.suppress(Exception):  # not every filesystem keeps a listing cache
             self.fs.invalidate_cache(where.path)
-        return {posixpath.basename(info["name"].rstrip("/")): _remote_tag(info)
+        return {posixpath.basename(info["name"].rstrip("/")): remote_tag(info)
                 for info in self.fs.ls(where.path, detail=True)}
 
     def isdir(self) -> bool:
@@ -224,7 +224,9 @@ _VERSION_FIELDS = ("ETag", "etag", "generation", "md5Hash", "LastModified",
                    "last_modified", "mtime", "modified", "created")
 
 
-def _remote_tag(info: dict[str, Any]) -> str:
+def remote_tag(info: dict[str, Any]) -> str:
+    """What identifies the version of an object-store file, from its fsspec listing entry:
+    ``<size>:<ETag>`` (or generation, or modification time)."""
     version = next((info[k] for k in _VERSION_FIELDS if info.get(k) is not None), None)
     if version is None:  # an unknown filesystem: every field it reports
         version = sorted((k, str(v)) for k, v in info.items())

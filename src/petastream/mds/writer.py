@@ -15,7 +15,7 @@ so a failed write never reads as a complete dataset.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -27,6 +27,8 @@ from petastream.errors import (
     EncodingError,
     FormatError,
     InvalidArgumentTypeError,
+    MissingColumnError,
+    UnexpectedArgumentError,
 )
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
@@ -48,7 +50,11 @@ class MDSWriter:
 
     ``columns`` maps column name to MDS encoding. ``compression`` (``"zstd"``, ``"zstd:7"``,
     ``gz``, ``bz2``, ``br``, ``snappy`` or None), ``hashes`` (sorted algorithm names) and
-    ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's. ``exist_ok=True``
+    ``size_limit`` (bytes or ``"64mb"``; None = one shard) are Mosaic's, except that
+    ``hashes`` left out records ``xxh3_64`` (:data:`~petastream.mds.hashing.DEFAULT_HASHES`),
+    as ``materialize`` does, where Mosaic records none: readers (Mosaic's ``validate_hash=
+    'xxh3_64'`` too) then catch a damaged shard instead of delivering its wrong values, at
+    memory speed. ``hashes=None`` or ``[]`` records none, as in Mosaic. ``exist_ok=True``
     clears a non-empty ``out`` first; otherwise a non-empty ``out`` is an error.
     ``write_index=False`` leaves index.json to the caller (partial datasets merged later).
 
@@ -67,7 +73,7 @@ class MDSWriter:
         columns: Mapping[str, str],
         out: str | tuple[str, str],
         compression: str | None = None,
-        hashes: list[str] | None = None,
+        hashes: Sequence[str] | None = hashing.DEFAULT_HASHES,
         size_limit: int | str | None = 1 << 26,
         exist_ok: bool = False,
         write_index: bool = True,
@@ -76,8 +82,11 @@ class MDSWriter:
         **kwargs: Any,
     ):
         unknown = set(kwargs) - _MOSAIC_KWARGS
-        if unknown:
-            raise InvalidArgumentTypeError(f"MDSWriter got unexpected keyword argument(s) {sorted(unknown)}")
+        if unknown:  # Mosaic's ValueError and sentence; also a TypeError, as Python's own
+            raise UnexpectedArgumentError(
+                f"Invalid Writer argument(s): {sorted(unknown)}; MDSWriter takes columns, out, "
+                f"compression, hashes, size_limit, exist_ok, write_index, storage_options, "
+                f"min_compression_saving and Mosaic's {sorted(_MOSAIC_KWARGS)}")
         if isinstance(out, tuple):  # Mosaic's (local, remote): the remote is the destination
             out = out[1] or out[0]
         self.layout = ColumnLayout.from_columns(columns)
@@ -98,7 +107,7 @@ class MDSWriter:
         if self.location.listdir():
             if not exist_ok:
                 raise DatasetExistsError(
-                    f"{self.location.url} is not empty; pass exist_ok=True to overwrite it"
+                    f"Directory is not empty: {self.location.url}; pass exist_ok=True to overwrite it"
                 )
             self.location.delete_tree()
         self.location.makedirs()
@@ -109,17 +118,27 @@ class MDSWriter:
         self._cur = 8 + len(self._config_json)
         self._pending = 0
 
+    def get_config(self) -> dict[str, Any]:
+        """What every shard's header and index entry record about the writing (Mosaic's
+        ``get_config``): version, format, compression, hashes, size_limit and the columns'
+        names, encodings and fixed sizes."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in self.config.items()}
+
     # -- per sample --------------------------------------------------------------------------
     def write(self, sample: Mapping[str, Any]) -> None:
-        """Encode and append one sample (a dict with exactly the writer's columns)."""
-        self._check_keys(sample.keys())
+        """Encode and append one sample: a dict with the writer's columns (other keys are
+        ignored, as Mosaic ignores them)."""
+        if not isinstance(sample, Mapping):
+            raise InvalidArgumentTypeError(
+                f"MDSWriter.write takes a dict of column -> value, got {type(sample).__name__}")
+        self._check_keys(sample.keys(), extra_ok=True)
         layout = self.layout
         parts, lengths = [], []
         for name, enc in zip(layout.names, layout.encodings):
             try:
                 data = encode_value(enc, sample[name])
             except EncodingError as e:
-                raise EncodingError(f"column {name!r}: {e}") from e
+                raise _in_column(e, name) from e
             parts.append(data)
             if enc.size is None:
                 lengths.append(len(data))
@@ -156,14 +175,17 @@ class MDSWriter:
             step = max(1, int(target // max(1.0, float(sizes.mean()))))
             start = stop
 
-    def _check_keys(self, keys: Any) -> None:
+    def _check_keys(self, keys: Any, extra_ok: bool = False) -> None:
         keys = set(keys)
         names = set(self.layout.names)
-        if keys != names:
-            missing, extra = sorted(names - keys), sorted(keys - names)
+        missing, extra = sorted(names - keys), sorted(keys - names)
+        if missing:  # a KeyError, as Mosaic's sample[name]
+            raise MissingColumnError(
+                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}")
+        if extra and not extra_ok:
             raise FormatError(
-                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}"
-            )
+                f"sample columns do not match the writer's: missing {missing}, unexpected {extra}; "
+                "drop the extra columns or add them to columns=")
 
     def _append(self, payload: memoryview, sizes: np.ndarray) -> None:
         """Split a run of encoded samples into shards by the exact size rule."""
@@ -403,7 +425,7 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
             try:
                 offsets, data = enc.encode_column(cols[name])
             except EncodingError as e:
-                raise EncodingError(f"column {name!r}: {e}") from e
+                raise _in_column(e, name) from e
             var_lengths.append(np.diff(offsets))
             parts.append(pa.Array.from_buffers(
                 pa.large_binary(), n,
@@ -416,6 +438,12 @@ def _encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tupl
     offsets = np.frombuffer(off_buf, dtype=np.int64)[joined.offset : joined.offset + n + 1]
     out = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
     return out, np.diff(offsets)
+
+
+def _in_column(error: EncodingError, name: str) -> EncodingError:
+    """``error`` with the column named, of the same class (so still catchable as the builtin
+    Mosaic raises for it: AttributeError, KeyError, OverflowError...)."""
+    return type(error)(f"column {name!r}: {error}")
 
 
 def _rows_as_binary(mat: np.ndarray) -> Any:
@@ -434,7 +462,7 @@ def write_mds(
     *,
     columns: Mapping[str, str] | None = None,
     compression: str | None = "zstd",
-    hashes: list[str] | None = None,
+    hashes: Sequence[str] | None = None,
     size_limit: int | str | None = 1 << 26,
     exist_ok: bool = False,
     storage_options: dict | None = None,
@@ -443,12 +471,14 @@ def write_mds(
     """Write a table (dict of arrays, Arrow table, pandas DataFrame) as an MDS dataset.
 
     Encodings are inferred when ``columns`` is None (see :mod:`petastream.mds.infer`).
-    Returns the shard list written to index.json. ``min_compression_saving``: see
+    Returns the shard list written to index.json. ``hashes``: None (the default) records
+    ``xxh3_64``, ``[]`` none (as ``materialize``). ``min_compression_saving``: see
     :class:`MDSWriter`.
     """
     cols = _as_columns(data)
     if columns is None:
         columns = infer_columns(cols)
+    hashes = hashing.DEFAULT_HASHES if hashes is None else hashes  # materialize's convention
     with MDSWriter(columns=columns, out=out, compression=compression, hashes=hashes,
                    size_limit=size_limit, exist_ok=exist_ok, storage_options=storage_options,
                    min_compression_saving=min_compression_saving) as w:

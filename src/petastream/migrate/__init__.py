@@ -9,10 +9,10 @@ available from Python::
     report = Report.build("diff", results)
 
 Modules, one job each: ``mapping`` (what Petastorm names become), ``bindings`` and
-``imports`` (Python imports and their uses, scope-aware), ``pipeline`` (a reader and its
-loaders move together or stay), ``usages`` (cache-layout reads, custom collate_fn),
-``strings`` (mock.patch targets), ``import_order`` (lint-clean imports), ``python`` (one
-Python source); ``depfile`` (the dependency decision for every format), ``pins`` (version
+``imports`` (Python imports and their uses, scope-aware), ``pipeline`` and ``links`` (a read
+pipeline -- reader, loaders, TransformSpec, collate -- moves or stays as one), ``usages``
+(cache-layout reads, custom collate_fn), ``strings`` (mock.patch targets), ``import_order``
+(lint-clean imports), ``python`` (one Python source); ``depfile`` (the dependency decision for every format), ``pins`` (version
 pins against petastream's metadata), ``pep508`` (requirement strings, pip commands),
 ``requirements`` / ``packaging`` / ``setup_py`` / ``conda`` / ``locks`` (the formats);
 ``magics`` / ``notebooks`` (Jupyter and Databricks), ``files`` (one file), ``runner`` (many

@@ -91,7 +91,7 @@ def add_migrate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_migrate(args: argparse.Namespace) -> int:
     mode = "write" if args.write else "check" if args.check else "diff"
-    progress = Progress() if sys.stderr.isatty() else None
+    progress = Progress(sys.stderr)  # a counter on a terminal, a line every few seconds in a log
     results = migrate_paths(
         args.paths, Options(todo=args.todo), jobs=args.jobs, exclude=args.exclude, progress=progress
     )

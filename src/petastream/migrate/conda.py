@@ -25,6 +25,7 @@ from .depfile import (
     Entry,
     Project,
     apply_edits,
+    attach_comments,
     kept_item,
     line_removal,
     line_sibling,
@@ -101,6 +102,7 @@ def _layout(text: str) -> _Layout | None:
                     layout.pip += [
                         _scalar_entry(text, v, "pep508") for v in value.value if isinstance(v, yaml.ScalarNode)
                     ]
+    attach_comments(text, [*layout.conda, *layout.pip])
     return layout
 
 

@@ -10,7 +10,9 @@ and :func:`plan_dependencies` decides, the same way for all of them:
   added beside it, and a ``petastorm-kept`` item says which code keeps it. Once no code needs it
   and petastream is already listed, the petastorm line is removed.
 - **pins** on packages petastream requires are reviewed (:mod:`.pins`): rewritten when a comment
-  ties them to Petastorm, reported when they conflict otherwise.
+  ties them to Petastorm -- on the pin's line or on the comment lines right above it, which is
+  how a pin is often explained (``# for petastorm`` then ``pyarrow==10.0.1``) -- reported when
+  they conflict otherwise.
 
 Edits are plain text spans, applied back to front, so every other byte of the file is kept.
 """
@@ -18,6 +20,7 @@ Edits are plain text spans, applied back to front, so every other byte of the fi
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +39,7 @@ __all__ = [
     "apply_edits",
     "kept_item",
     "alone_on_line",
+    "attach_comments",
     "line_sibling",
     "inline_sibling",
     "trailing_comment",
@@ -97,6 +101,8 @@ class Entry:
     name: str = ""  # the package, for conda and Poetry entries (PEP 508 ones carry their own)
     comment: str = ""  # the same-line comment, "#" included
     comment_span: tuple[int, int] | None = None
+    comment_above: str = ""  # the comment lines right above its line (see attach_comments)
+    annotate: Callable[[str], list[Edit]] | None = None  # edits giving its line a comment
     add: Callable[[str], list[Edit]] | None = None  # edits adding a sibling requirement after it
     remove: Edit | None = None  # the edit deleting it (its whole line), where that is safe
     new_petastorm: Callable[[Entry], str | None] | None = None  # format-specific replacement
@@ -250,7 +256,8 @@ def review_pins(
             continue
         name, pinned = found
         written = f'{entry.name} = "{entry.text}"' if entry.syntax == "poetry" else entry.text.strip()
-        review = review_pin(name, pinned, entry.comment, keep_petastorm=keep, written=written)
+        comments = "\n".join(c for c in (entry.comment_above, entry.comment) if c)
+        review = review_pin(name, pinned, comments, keep_petastorm=keep, written=written)
         if review is not None:
             _apply_review(entry, review, edits, items)
 
@@ -264,6 +271,8 @@ def _apply_review(entry: Entry, review: PinReview, edits: list[Edit], items: lis
     edits.append(Edit(entry.start, entry.end, _respec(entry, review.spec)))
     if entry.comment_span is not None:
         edits.append(Edit(*entry.comment_span, review.comment))
+    elif entry.annotate is not None:  # tied by the comment above: the line gets its own
+        edits.extend(entry.annotate(review.comment))
     items.append(ManualItem(entry.line, "pin-rewritten", review.message, review.suggestion, severity="info"))
 
 
@@ -336,6 +345,48 @@ def inline_sibling(end: int, quote: str) -> Callable[[str], list[Edit]]:
     """Adding a requirement right after a quoted one that shares its line: ``, "new"``."""
     closing = end + len(quote)
     return lambda new: [Edit(closing, closing, f", {quote}{new}{quote}")]
+
+
+def attach_comments(
+    text: str, entries: list[Entry], *, inline: bool = True, prefixes: str = "#"
+) -> list[Entry]:
+    """Give each entry that is the only requirement on its line the comment lines right above
+    that line (``comment_above``: consecutive lines starting with one of ``prefixes``, no blank
+    line between) and, when its line has no comment, a way to add one (``annotate``): at the
+    end of the line, or, where the format has no end-of-line comments (``inline`` False:
+    setup.cfg, whose values setuptools reads up to the end of the line), on a line above."""
+    per_line = Counter(e.line for e in entries)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    for entry in entries:
+        if per_line[entry.line] != 1:
+            continue
+        line_start, line_end = _line_bounds(text, entry.start, entry.end)
+        entry.comment_above = _comments_above(text, line_start, prefixes)
+        content = text[line_start:line_end].rstrip()
+        if entry.comment_span is not None or "#" in text[entry.end : line_end] or content.endswith("\\"):
+            continue
+        if inline:
+            at = line_start + len(content)
+            entry.annotate = lambda comment, at=at: [Edit(at, at, f"  {comment}")]
+        else:
+            indent = content[: len(content) - len(content.lstrip())]
+            entry.annotate = lambda comment, at=line_start, indent=indent: [
+                Edit(at, at, f"{indent}{comment}{newline}")
+            ]
+    return entries
+
+
+def _comments_above(text: str, line_start: int, prefixes: str) -> str:
+    lines: list[str] = []
+    end = line_start
+    while end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1
+        line = text[start:end].strip()
+        if not line or line[0] not in prefixes:
+            break
+        lines.append(line)
+        end = start
+    return "\n".join(reversed(lines))
 
 
 def line_removal(text: str, start: int, end: int) -> Edit:

@@ -251,11 +251,14 @@ class _Tidy(cst.CSTTransformer):
         cut = next((i for i, e in enumerate(head) if e.comment is not None), len(head))
         out = []
         for line in ordered:
+            # compare the lines as they were: ``line`` is a new object once its leading lines
+            # change, and the group's first line is often still first (its blank line stays)
+            new = line
             if line is group[0]:
-                line = line.with_changes(leading_lines=head[cut:])
+                new = new.with_changes(leading_lines=head[cut:])
             if line is ordered[0]:
-                line = line.with_changes(leading_lines=[*head[:cut], *line.leading_lines])
-            out.append(line)
+                new = new.with_changes(leading_lines=[*head[:cut], *new.leading_lines])
+            out.append(new)
         return out
 
     def _merged(self, group: list[cst.SimpleStatementLine], isort_layout: bool) -> list[cst.SimpleStatementLine]:

@@ -30,6 +30,13 @@ __all__ = [
     "READERS",
     "LOADERS",
     "READER_CONSUMERS",
+    "TRANSFORMS",
+    "COLLATES",
+    "PIPELINE",
+    "CompatReader",
+    "COMPAT_READERS",
+    "CONVERTER_FILES",
+    "ANY_DATASET",
     "CACHE_LAYOUT_HELPERS",
 ]
 
@@ -158,12 +165,12 @@ _CANONICAL = {
     "petastorm.transform.TransformSpec": "petastorm.TransformSpec",
 }
 
-# The pieces of a Petastorm read pipeline that only work with each other: a reader, the
-# loaders that pull from it and the TF helpers that wrap it. petastream.compat.pytorch's
-# loaders read a petastream Reader (they need reader.pool_type / reader.loader_kwargs), and
-# Petastorm's tf_utils need a Petastorm Reader, so in one file they move together or not at all
-# (see petastream.migrate.pipeline). TransformSpec is not in the group: Petastorm's reader
-# duck-types it (func, edit_fields, removed_fields, selected_fields), and compat's has those.
+# The pieces of a Petastorm read pipeline: a reader, the loaders that pull from it and the TF
+# helpers that wrap it, the TransformSpec it is handed and the collate function its loader is
+# given. petastream.compat.pytorch's loaders read a petastream Reader (they need
+# reader.pool_type / reader.loader_kwargs), Petastorm's tf_utils need a Petastorm Reader, and a
+# TransformSpec or collate function moved without its reader would make the file need both
+# libraries, so a pipeline moves as one or stays as one (see petastream.migrate.pipeline).
 READERS = frozenset(
     {
         "petastorm.make_reader",
@@ -180,6 +187,28 @@ LOADERS = frozenset(
     }
 )
 READER_CONSUMERS = LOADERS | {"petastorm.tf_utils.make_petastorm_dataset", "petastorm.tf_utils.tf_tensors"}
+TRANSFORMS = frozenset({"petastorm.TransformSpec", "petastorm.transform.edit_field"})
+COLLATES = frozenset({"petastorm.pytorch.decimal_friendly_collate"})
+PIPELINE = READERS | READER_CONSUMERS | TRANSFORMS | COLLATES
+
+# The Petastorm readers petastream.compat provides, and which of their calls it can take:
+# CONVERTER_FILES, only a reader of the MDS files a converter wrote
+# (make_batch_reader(converter.file_urls, ...)); ANY_DATASET, every call. The one place to
+# change when compat reads more (make_reader or make_batch_reader on Parquet): a reader that
+# moves takes its whole pipeline with it, one that stays keeps it (petastream.migrate.pipeline).
+CONVERTER_FILES = "converter-files"
+ANY_DATASET = "any-dataset"
+
+
+@dataclass(frozen=True)
+class CompatReader:
+    target: str  # the compat reader a Petastorm reader's calls become
+    reads: str  # CONVERTER_FILES or ANY_DATASET
+
+
+COMPAT_READERS: dict[str, CompatReader] = {
+    "petastorm.make_batch_reader": CompatReader(f"{COMPAT}.make_batch_reader", CONVERTER_FILES),
+}
 
 # Private helpers of spark_dataset_converter that hand out or walk the cache's files: compat
 # keeps them, but the cache they see is MDS (index.json + shards), not Petastorm's Parquet.

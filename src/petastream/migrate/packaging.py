@@ -17,6 +17,7 @@ from .depfile import (
     Project,
     alone_on_line,
     apply_edits,
+    attach_comments,
     inline_sibling,
     line_removal,
     line_sibling,
@@ -75,7 +76,9 @@ def setup_cfg_entries(text: str) -> list[Entry]:
                 remove=line_removal(text, begin, end) if prefix is None else None,
             )
         )
-    return entries
+    # setuptools reads a value line to its end ('pkg  # why' is not a requirement): comments
+    # go on lines of their own
+    return attach_comments(text, entries, inline=False, prefixes="#;")
 
 
 def migrate_setup_cfg(text: str, project: Project | None = None) -> tuple[str, list[ManualItem]]:
@@ -126,7 +129,7 @@ def pyproject_entries(text: str) -> list[Entry]:
             elif _POETRY_TABLE.fullmatch(table) and name.lower() != "python":
                 _poetry_entry(text, pos, eol, key, name, entries)
         pos = eol + 1
-    return entries
+    return attach_comments(text, entries)
 
 
 def migrate_pyproject(text: str, project: Project | None = None) -> tuple[str, list[ManualItem]]:

@@ -1,7 +1,8 @@
 """Version pins next to the new ``petastream`` requirement: do they leave anything to install?
 
 petastream's own bounds come from its installed metadata (``importlib.metadata``), so they
-follow ``pyproject.toml`` without a copied table. A pin *conflicts* when no version satisfies
+follow ``pyproject.toml`` without a copied table; run from a source checkout that was never
+installed (``PYTHONPATH=src``), they are read from that checkout's ``pyproject.toml``. A pin *conflicts* when no version satisfies
 both it and petastream's requirement on the same package (``pyarrow==10.0.1`` against
 ``pyarrow>=14``), decided by interval arithmetic over PEP 440 versions, as a resolver run with
 ``--no-deps`` would. What to do about one is :func:`review_pin`'s answer:
@@ -16,9 +17,13 @@ both it and petastream's requirement on the same package (``pyarrow==10.0.1`` ag
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
@@ -31,6 +36,7 @@ __all__ = [
     "PETASTORM_RUNTIME",
     "PinReview",
     "petastream_bounds",
+    "declared_requirements",
     "compatible",
     "review_pin",
     "conda_to_pep440",
@@ -53,16 +59,65 @@ _PETASTORM_COMMENT = re.compile(r"(?i)petastorm")
 # -- petastream's requirements -------------------------------------------------------------------
 
 
+# src/petastream/migrate/pins.py -> the checkout's root
+_CHECKOUT_PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
+
+
 @cache
 def _requires() -> tuple[str, ...]:
+    return declared_requirements(metadata.requires)
+
+
+def declared_requirements(
+    installed: Callable[[str], list[str] | None] = metadata.requires,
+    pyproject: Path = _CHECKOUT_PYPROJECT,
+) -> tuple[str, ...]:
+    """petastream's requirements as its metadata lists them (``Requires-Dist``): from the
+    installed distribution (``installed``), else from the source checkout's ``pyproject``."""
     try:
-        return tuple(metadata.requires("petastream") or ())
+        return tuple(installed("petastream") or ())
     except metadata.PackageNotFoundError:
+        pass
+    declared = _pyproject_requirements(pyproject)
+    if declared is None:
         raise ConfigurationError(
-            "petastream's package metadata is not installed, so its version bounds cannot be "
-            "read: install petastream (pip install 'petastream[migrate]', or pip install -e . "
-            "in a checkout) and run petastream migrate again"
-        ) from None
+            "petastream's package metadata is not installed and no petastream pyproject.toml "
+            f"was found at {pyproject}, so its version bounds cannot be read: install "
+            "petastream (pip install 'petastream[migrate]', or pip install -e . in a checkout) "
+            "and run petastream migrate again"
+        )
+    return declared
+
+
+def _pyproject_requirements(path: Path) -> tuple[str, ...] | None:
+    """``[project] dependencies`` and ``optional-dependencies`` of petastream's pyproject.toml,
+    each extra's marked ``extra == "<name>"`` as in metadata; None when there is none."""
+    project = _load_toml(path).get("project")
+    if not isinstance(project, dict) or project.get("name") != "petastream":
+        return None
+    found = [str(r) for r in project.get("dependencies") or ()]
+    for extra, listed in (project.get("optional-dependencies") or {}).items():
+        for raw in listed:
+            req = Requirement(raw)
+            marker = f"({req.marker}) and " if req.marker is not None else ""
+            req.marker = None
+            found.append(f'{req}; {marker}extra == "{extra}"')
+    return tuple(found)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10: tomli, where installed
+        try:
+            import tomli as tomllib
+        except ImportError:
+            return {}
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
 
 
 # Meta-extras that only gather others or add tools for petastream's own development.

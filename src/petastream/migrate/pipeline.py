@@ -1,20 +1,30 @@
-"""The whole-file decision: a Petastorm reader and what reads from it move together, or stay.
+"""Read pipelines move to petastream.compat as one, or stay on Petastorm as one.
 
-petastream.compat.pytorch's loaders read a petastream Reader (they need its ``pool_type`` and
-``loader_kwargs``), and Petastorm's ``tf_utils`` need a Petastorm Reader; neither works with the
-other library's reader. So in one file (one notebook: all its cells) the read pipeline --
-readers, ``petastorm.pytorch`` loaders, ``tf_utils`` helpers, see :data:`mapping.READERS` and
-:data:`mapping.READER_CONSUMERS` -- is decided as a whole:
+A read pipeline is a reader, the loaders or TF helpers reading from it, the TransformSpec it
+is handed and the collate function its loader is given (:data:`mapping.PIPELINE`). Its pieces
+only work with their own library's: petastream.compat.pytorch's loaders read a petastream
+Reader (they need its ``pool_type`` and ``loader_kwargs``), Petastorm's ``tf_utils`` need a
+Petastorm Reader, the two ``decimal_friendly_collate`` are not the same function, and a
+TransformSpec moved while its reader stays makes the file need both libraries. So, per file
+(one notebook: all its cells):
 
-- A ``petastorm.make_batch_reader`` whose every call reads a converter's files
-  (``make_batch_reader(converter.file_urls, ...)``) reads MDS after the migration, so it moves
-  to ``petastream.compat.make_batch_reader`` (the one reader compat provides).
-- If a reader or TF helper is left that compat cannot replace (``make_reader`` or
-  ``make_batch_reader`` on a Parquet or Unischema dataset, ``make_petastorm_dataset``), nothing
-  of the pipeline moves: the loaders and the other readers stay on Petastorm and are reported
-  (``kept-with-petastorm-reader``) with the reason. A loader only ever handed to a converter
-  (``make_torch_dataloader(data_loader_fn=BatchedDataLoader)``, also through
-  ``functools.partial``) is fed by compat's converter and moves regardless.
+- Which readers compat takes over is declared in :data:`mapping.COMPAT_READERS`: today a
+  ``petastorm.make_batch_reader`` whose every call reads a converter's files
+  (``make_batch_reader(converter.file_urls, ...)``: MDS after the migration). Any other
+  reader or TF helper (``make_reader``, ``make_batch_reader`` on a Parquet or Unischema
+  dataset, ``make_petastorm_dataset``) stays on Petastorm.
+- The pieces are grouped by what the file connects (:func:`links.links`: a loader to its
+  reader, a TransformSpec to the reader it is handed, a collate function to its loader; each
+  imported name is one piece, so two pipelines sharing a ``DataLoader`` import are one group).
+  A group with a reader that stays stays whole, and its other pieces are reported
+  (``kept-with-petastorm-reader``, naming that reader); a group without one moves whole.
+- A piece the file does not connect (a loader handed a parameter, a TransformSpec built for
+  another module) stays too while the file keeps any reader on Petastorm, and moves otherwise.
+  What goes to a converter (``make_torch_dataloader(data_loader_fn=BatchedDataLoader)``, also
+  through ``functools.partial``, or ``transform_spec=spec``) is compat's after the migration:
+  a piece only used that way moves. A TransformSpec handed to both a converter and a reader
+  that stays moves: compat's converter needs compat's, and Petastorm's readers read compat's
+  (they use only its ``func``, ``edit_fields``, ``removed_fields`` and ``selected_fields``).
 
 The outcome is a :class:`Policy`, whose :meth:`Policy.resolve` replaces :func:`mapping.resolve`
 for every other analysis of the file, so imports, attribute chains and patch targets agree.
@@ -39,8 +49,20 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .bindings import Binding
-from .edits import full_name
-from .mapping import LOADERS, READER_CONSUMERS, READERS, Resolved, Unsupported, canonical, resolve
+from .links import CONVERTER, UNKNOWN, call_of, first_argument, index_flow, links
+from .mapping import (
+    ANY_DATASET,
+    COLLATES,
+    COMPAT_READERS,
+    LOADERS,
+    PIPELINE,
+    READERS,
+    TRANSFORMS,
+    Resolved,
+    Unsupported,
+    canonical,
+    resolve,
+)
 from .plan import Finding
 from .tree import Tree
 
@@ -48,9 +70,6 @@ __all__ = ["Member", "Policy", "members", "plan_pipeline", "call_of", "unchecked
            "unchecked_context_managers"]
 
 KEPT = "kept-with-petastorm-reader"
-_PIPELINE = READERS | READER_CONSUMERS
-# Petastorm readers that read what a converter materialized move to compat's reader.
-_PROMOTABLE = {"petastorm.make_batch_reader": "petastream.compat.make_batch_reader"}
 # The converter's context managers, by the name of the argument holding the files they read.
 _CONTEXT_MANAGERS = {
     f"petastorm.spark.spark_dataset_converter.{name}": "parquet_file_url_list"
@@ -100,25 +119,11 @@ def _members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Me
                     break
 
 
-def call_of(node: cst.CSTNode, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> cst.Call | None:
-    """The call ``node(...)``, when ``node`` is what is called."""
-    parent = parents.get(node)
-    return parent if isinstance(parent, cst.Call) and parent.func is node else None
-
-
-def _first_argument(call: cst.Call, keyword: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    first = call.args[0] if call.args else None
-    return first.value if first is not None and first.keyword is None and not first.star else None
-
-
 def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
     call = call_of(member.node, parents)
     if call is None:
         return False
-    return _is_file_urls(_first_argument(call, "dataset_url_or_urls"))
+    return _is_file_urls(first_argument(call, "dataset_url_or_urls"))
 
 
 def _is_file_urls(url: cst.BaseExpression | None) -> bool:
@@ -134,26 +139,9 @@ def _literal_urls(url: cst.BaseExpression | None) -> bool:
     return False
 
 
-def _fed_by_converter(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
-    """``data_loader_fn=<member>`` or ``data_loader_fn=partial(<member>, ...)``."""
-    arg = parents.get(member.node)
-    if not isinstance(arg, cst.Arg):
-        return False
-    if arg.keyword is not None:
-        return arg.keyword.value == "data_loader_fn"
-    call = parents.get(arg)
-    if not isinstance(call, cst.Call):
-        return False
-    callee = full_name(call.func)
-    if callee is None or callee.rpartition(".")[2] != "partial" or call.args[0] is not arg:
-        return False
-    outer = parents.get(call)
-    return isinstance(outer, cst.Arg) and outer.keyword is not None and outer.keyword.value == "data_loader_fn"
-
-
 @dataclass
 class Policy:
-    """What the file's read pipeline decided; :meth:`resolve` is the file's resolver."""
+    """What the file's read pipelines decided; :meth:`resolve` is the file's resolver."""
 
     promoted: dict[str, str] = field(default_factory=dict)  # canonical path -> compat path
     blocked: dict[str, Unsupported] = field(default_factory=dict)  # canonical path -> why it stays
@@ -169,46 +157,93 @@ class Policy:
         return resolve(path)
 
     def star_kept(self, module: str) -> Unsupported | None:
-        """Why ``from <module> import *`` stays, when it brings in a piece of the pipeline."""
-        if self.staying is None or not any(p.rpartition(".")[0] == module for p in _PIPELINE):
+        """Why ``from <module> import *`` stays, when it brings in a piece of a pipeline."""
+        if self.staying is None or not any(p.rpartition(".")[0] == module for p in PIPELINE):
             return None
-        return _kept(f"from {module} import *", self.staying)
+        return _kept(f"from {module} import *", self.staying, linked=False)
 
 
-def plan_pipeline(bindings: Sequence[Binding], parents: Mapping[cst.CSTNode, cst.CSTNode]) -> Policy:
-    found = list(members(bindings, _PIPELINE))
+def plan_pipeline(tree: Tree, bindings: Sequence[Binding]) -> Policy:
+    parents = tree.parents
+    found = list(members(bindings, PIPELINE))
     policy = Policy()
     for member in members(bindings, frozenset(_CONTEXT_MANAGERS)):
         call = call_of(member.node, parents)
-        if call is not None and _literal_urls(_first_argument(call, _CONTEXT_MANAGERS[member.path])):
+        if call is not None and _literal_urls(first_argument(call, _CONTEXT_MANAGERS[member.path])):
             policy.blocked[member.path] = _reads_parquet(member.path)
-    for path, target in _PROMOTABLE.items():
+    for path, reader in COMPAT_READERS.items():
         group = [m for m in found if m.path == path]
-        if group and all(_reads_converter_files(m, parents) for m in group):
-            policy.promoted[path] = target
-    staying = [m for m in found if isinstance(policy.resolve(m.written), Unsupported)]
-    if not staying:
+        if group and (reader.reads == ANY_DATASET or all(_reads_converter_files(m, parents) for m in group)):
+            policy.promoted[path] = reader.target
+    # readers and TF helpers compat does not take over: where pipelines stay, in file order
+    roots = list(dict.fromkeys(m.path for m in found if isinstance(policy.resolve(m.written), Unsupported)))
+    if not roots:
         return policy
-    reader = policy.staying = staying[0].path
+    policy.staying = roots[0]
+    groups = _Groups()
+    unknown: set[str] = set()
+    to_converter: set[str] = set()
+    flow = index_flow(tree, [(m.path, m.node) for m in found])
     for member in found:
-        if member in staying or member.path in policy.blocked:
-            continue
-        if member.path in LOADERS and all(
-            _fed_by_converter(m, parents) for m in found if m.path == member.path
-        ):
-            continue
-        policy.blocked[member.path] = _kept(member.path, reader)
+        groups.add(member.path)
+        for target in links(member.path, member.node, flow):
+            if target == UNKNOWN:
+                unknown.add(member.path)
+            elif target == CONVERTER:
+                to_converter.add(member.path)
+            else:
+                groups.join(member.path, target)
+    for group in groups.all():
+        stays = [p for p in roots if p in group]
+        if not stays and not group & unknown:
+            continue  # a pipeline compat takes over whole
+        transforms_move = "petastorm.TransformSpec" in to_converter
+        for path in sorted(group - set(roots)):
+            if path in TRANSFORMS and transforms_move:
+                continue  # compat's TransformSpec serves the converter and Petastorm's reader
+            policy.blocked[path] = _kept(path, (stays or roots)[0], linked=bool(stays))
     return policy
 
 
-def _kept(path: str, reader: str) -> Unsupported:
+class _Groups:
+    """Pipeline pieces joined by what the file connects (a small union-find over paths)."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+
+    def add(self, path: str) -> None:
+        self._parent.setdefault(path, path)
+
+    def _root(self, path: str) -> str:
+        self.add(path)
+        while self._parent[path] != path:
+            self._parent[path] = self._parent[self._parent[path]]
+            path = self._parent[path]
+        return path
+
+    def join(self, a: str, b: str) -> None:
+        self._parent[self._root(a)] = self._root(b)
+
+    def all(self) -> list[set[str]]:
+        out: dict[str, set[str]] = {}
+        for path in self._parent:
+            out.setdefault(self._root(path), set()).add(path)
+        return list(out.values())
+
+
+def _kept(path: str, reader: str, *, linked: bool) -> Unsupported:
     if path in READERS:
         role = "it would become a petastream reader, which Petastorm's loaders and tf_utils cannot read"
+    elif path in TRANSFORMS:
+        name = path.rpartition(".")[2]
+        role = f"moving {name} without its reader would make this file need petastream as well as petastorm"
+    elif path in COLLATES:
+        role = "petastream.compat's decimal_friendly_collate goes with petastream.compat's loaders, not Petastorm's"
     else:
         role = "petastream.compat's loaders read only petastream readers"
+    where = f"its read pipeline uses {reader}" if linked else f"this file also uses {reader}"
     reason = (
-        f"{path} stays on Petastorm: this file also uses {reader}, which petastream.compat does "
-        f"not provide, and {role}"
+        f"{path} stays on Petastorm: {where}, which petastream.compat does not provide, and {role}"
     )
     suggestion = (
         "migrate the reader and what reads it together: for a Spark DataFrame use "
@@ -241,7 +276,7 @@ def unchecked_context_managers(
         call = call_of(member.node, tree.parents)
         if call is None or not isinstance(policy.resolve(member.written), Resolved):
             continue
-        files = _first_argument(call, _CONTEXT_MANAGERS[member.path])
+        files = first_argument(call, _CONTEXT_MANAGERS[member.path])
         if files is None or _is_file_urls(files):
             continue
         name = member.path.rpartition(".")[2]
@@ -271,7 +306,7 @@ def unchecked_loaders(tree: Tree, bindings: Sequence[Binding], policy: Policy) -
         call = call_of(member.node, parents)
         if call is None or not isinstance(policy.resolve(member.written), Resolved):
             continue
-        source = _first_argument(call, "reader")
+        source = first_argument(call, "reader")
         if source is None or _is_reader(source, readers, made):
             continue
         notes.append(

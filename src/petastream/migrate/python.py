@@ -79,7 +79,7 @@ def migrate_python(
     scopes = wrapper.resolve(ScopeProvider)
     tree = index_tree(module)
     bindings, stars = find_bindings(tree, scopes)
-    policy = plan_pipeline(bindings, tree.parents)
+    policy = plan_pipeline(tree, bindings)
     plan = (
         plan_imports(tree, bindings, stars, policy)
         .merge(plan_strings(tree, policy.resolve))

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import re
 
-from .depfile import Entry, Project, apply_edits, line_removal, line_sibling, plan_dependencies
+from .depfile import (
+    Entry,
+    Project,
+    apply_edits,
+    attach_comments,
+    line_removal,
+    line_sibling,
+    plan_dependencies,
+)
 from .locks import is_pip_lock, lock_items
 from .pep508 import (
     NEW_REQUIREMENT,
@@ -66,7 +74,7 @@ def requirement_entries(text: str) -> list[Entry]:
                 )
             )
         pos += len(raw)
-    return entries
+    return attach_comments(text, entries)
 
 
 def migrate_requirements_txt(text: str, project: Project | None = None) -> tuple[str, list[ManualItem]]:

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -60,7 +61,8 @@ SKIP_DIRS = frozenset(
         ".ipynb_checkpoints",
     }
 )
-PROGRESS_MIN_FILES = 50
+PROGRESS_MIN_FILES = 50  # a terminal counter for fewer files only flickers
+PROGRESS_INTERVAL_S = 5.0  # seconds between progress lines when stderr is not a terminal
 PARALLEL_MIN_FILES = 16  # files to parse before jobs=0 starts worker processes
 
 
@@ -252,16 +254,33 @@ def unified_diff(result: FileResult) -> str:
 
 
 class Progress:
-    """A one-line ``\\r`` counter on a terminal, shown only for many files."""
+    """How far a run is, on stderr. On a terminal: a one-line ``\\r`` counter, shown only for
+    many files. Anywhere else (a CI log, a pipe): a full line every ``interval`` seconds, so a
+    long run shows it is alive from its first seconds on (a ``\\r`` counter would land in a
+    log as one line at the end), and a short one prints none.
 
-    def __init__(self, stream: TextIO | None = None, minimum: int = PROGRESS_MIN_FILES) -> None:
+    ``tty`` defaults to ``stream.isatty()``; ``clock`` (seconds) and ``interval`` default to
+    ``time.monotonic`` and :data:`PROGRESS_INTERVAL_S`.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        minimum: int = PROGRESS_MIN_FILES,
+        *,
+        tty: bool | None = None,
+        interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream if stream is not None else sys.stderr
+        self._tty = self._stream.isatty() if tty is None else tty
         self._minimum = minimum
+        self._interval = PROGRESS_INTERVAL_S if interval is None else interval
+        self._clock = clock
         self._total = 0
         self._done = 0
         self._shown = False
-        self._started = time.monotonic()
-        self._last = 0.0
+        self._started = self._last = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -269,22 +288,33 @@ class Progress:
 
     def start(self, total: int) -> None:
         self._total, self._done = total, 0
-        self._started = time.monotonic()
+        self._started = self._clock()
+        # a log's first line comes one interval in; a terminal's counter at once
+        self._last = -math.inf if self._tty else self._started
 
     def advance(self, count: int = 1) -> None:
         if count <= 0:
             return
         before, self._done = self._done, self._done + count
-        now = time.monotonic()
+        now = self._clock()
+        if not self._tty:
+            if now - self._last >= self._interval:
+                self._write(f"{self._counts(now)}\n", now)
+            return
         # every 10 files, at most 10 times a second, and always the last one
         due = self._done == self._total or (self._done // 10 > before // 10 and now - self._last >= 0.1)
         if self.enabled and due:
-            elapsed = now - self._started
-            self._stream.write(f"\rpetastream migrate: {self._done}/{self._total} files ({elapsed:.0f} s)")
-            self._stream.flush()
-            self._shown, self._last = True, now
+            self._write(f"\r{self._counts(now)}", now)
+
+    def _counts(self, now: float) -> str:
+        return f"petastream migrate: {self._done}/{self._total} files ({now - self._started:.0f} s)"
+
+    def _write(self, text: str, now: float) -> None:
+        self._stream.write(text)
+        self._stream.flush()
+        self._shown, self._last = True, now
 
     def finish(self) -> None:
-        if self._shown:
+        if self._shown and self._tty:
             self._stream.write("\r\033[K")
             self._stream.flush()

@@ -18,6 +18,7 @@ from .depfile import (
     Project,
     alone_on_line,
     apply_edits,
+    attach_comments,
     inline_sibling,
     line_removal,
     line_sibling,
@@ -65,7 +66,7 @@ def setup_py_entries(code: str) -> list[Entry]:
                     remove=line_removal(code, start, end) if alone else None,
                 )
             )
-    return entries
+    return attach_comments(code, entries)
 
 
 def migrate_setup_py(code: str, project: Project | None = None) -> tuple[str, list[ManualItem]]:

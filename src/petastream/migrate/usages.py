@@ -12,7 +12,8 @@
   petastream.compat is still reported: the problem is not solved by the rewrite.
 - **collate_fn** (``custom-collate-fn``, info). ``DataLoader(reader, collate_fn=f)`` keeps
   ``f``; petastream.compat calls it per batch with the list of row dicts, as Petastorm does,
-  which is slow next to the columnar loaders. The note says so; nothing is dropped.
+  which is slow next to the columnar loaders. The note says so; nothing is dropped. Passing
+  ``decimal_friendly_collate`` (the default) needs no note.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import libcst as cst
 
 from .bindings import Binding
 from .edits import full_name
-from .mapping import CACHE_LAYOUT_HELPERS, Resolved
+from .mapping import CACHE_LAYOUT_HELPERS, COLLATES, Resolved
 from .pipeline import Policy, call_of, members
 from .plan import Finding, Plan
 from .tree import Tree
@@ -176,11 +177,13 @@ def _collate(
     parents: Mapping[cst.CSTNode, cst.CSTNode],
     plan: Plan,
 ) -> None:
+    # decimal_friendly_collate is the default; it moves with its loader (see .pipeline)
+    default = {m.node for m in members(bindings, COLLATES)}
     for member in members(bindings, frozenset({"petastorm.pytorch.DataLoader"})):
         if not isinstance(policy.resolve(member.written), Resolved):
             continue  # stays on Petastorm, which keeps its own collate behaviour
         arg = _collate_argument(member.node, parents)
-        if arg is not None:
+        if arg is not None and arg.value not in default:
             plan.findings.append(
                 Finding(
                     arg,

@@ -1,29 +1,36 @@
-"""petastream.pipeline: the one epoch loop under every loader, as composable stages.
+"""petastream.pipeline: the one epoch loop under every loader, as a composition of values.
 
-The data path of one iteration, stage by stage (each in its own module)::
+A loader is ``(source, planner, work, executor, stages)``; each piece has its own module::
 
-    StreamPlanner (stream/)         order, epochs, position; state_dict
-      └ EpochDriver (driver.py)     what iter() means; num_epochs; supersession; errors
-          └ per pass, in each worker (work.py):
-                decode (decode.py)     chunks of the plan → bulk reads → batches; read-ahead
-                transform              the user's batch -> batch
-                convert                framework conversion (torch tensors, tf parts: parts.py)
-          └ parallel execution       threads.py (ThreadRun); processes.py (worker processes
-                                       of our own, shared-memory hand-over: arena.py), or
-                                       DataLoader worker processes (petastream.torch._processes)
-          └ consumer-side stages     staging.py (MappedRun), device staging
-                                       (petastream.torch._staging, tf prefetch_to_device)
+    Source (petastream.source)       what is read: an MDS dataset, Parquet, an Arrow table
+    StreamPlanner (stream/)          order, epochs, position; state_dict
+    LoaderBudget (stream/budget.py)  what a bounded cache allows: window, chunk, read-ahead
+    EpochDriver (driver.py)          what iter() means; num_epochs; supersession; errors
+      per pass, a PassWork (work.py), run in each worker:
+          decode (decode.py)         chunks of the plan -> bulk reads of the source -> batches
+          transform                  the user's batch -> batch
+          convert                    framework conversion (torch tensors; tf: parts.py)
+      run by an Executor (executor.py), items in plan order (ordered.py):
+          threads.py                 ThreadExecutor: decode threads
+          procpool/                  ProcessExecutor: our own worker processes, shared-memory
+                                       hand-over, parked between passes; AutoExecutor
+          petastream.torch           DataLoaderExecutor: DataLoader worker processes
+      wrapped by consumer-side stages (a list): staging.py (MappedRun), device staging
+          (petastream.torch._staging), compat's collate and stop check
 
 :class:`~petastream.pipeline.loader.BatchLoader` composes them (numpy batches);
-:mod:`petastream.torch`, :mod:`petastream.tf` and :mod:`petastream.compat` extend it with their
-conversion, executor and stages, and keep no epoch loop of their own. Nothing here imports a
-framework.
+:mod:`petastream.torch`, :mod:`petastream.tf` and :mod:`petastream.compat` build their loaders
+from values (a convert, an executor, work stages, stages) and keep no epoch loop of their
+own. Nothing here imports a framework.
 """
 
-from petastream.pipeline.driver import EpochDriver, PassRun, SupersededError
+from petastream.errors import SupersededError
+from petastream.pipeline.driver import EpochDriver, PassRun
+from petastream.pipeline.executor import Executor
 from petastream.pipeline.loader import BatchLoader
 from petastream.pipeline.staging import MappedRun
-from petastream.pipeline.threads import ThreadRun
+from petastream.pipeline.threads import ThreadExecutor, ThreadRun
 from petastream.pipeline.work import PassWork
 
-__all__ = ["BatchLoader", "EpochDriver", "MappedRun", "PassRun", "PassWork", "SupersededError", "ThreadRun"]
+__all__ = ["BatchLoader", "EpochDriver", "Executor", "MappedRun", "PassRun", "PassWork", "SupersededError",
+           "ThreadExecutor", "ThreadRun"]

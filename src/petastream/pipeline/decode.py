@@ -1,13 +1,13 @@
-"""Decode stage: one worker's batches of a pass, read from the MDS dataset in bulk.
+"""Decode stage: one worker's batches of a pass, read from the source in bulk.
 
 A worker takes its chunks from an :class:`~petastream.stream.EpochPlan` (worker ``w`` of ``W``
 owns the pass's batches ``w, w+W, ...``), decodes each chunk with one bulk read per shard,
 writes the rows into plan order, and slices batches. No per-sample Python work.
 
 Read-ahead: the plan says which shards the coming chunks need, so before decoding a chunk the
-stage announces the shards of the next ``readahead`` chunks to the dataset
-(``dataset.prefetch(shards)``, where the dataset has one: the shard cache fetches, decompresses
-and checks them in the background). Datasets without it are read on demand.
+stage announces the shards of the next ``readahead`` chunks to the source
+(``source.prefetch(shards)``: an MDS dataset's shard cache fetches, decompresses and checks
+them in the background; an in-memory source ignores it).
 """
 
 from __future__ import annotations
@@ -18,34 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from petastream.mds.dataset import MDSDataset
 from petastream.mds.sidecar import apply_logical
+from petastream.source import Source
+from petastream.stream.budget import chunk_samples
 from petastream.stream.plan import RAMP
 
-__all__ = ["read_chunk", "decode_batches", "decode_groups", "group_ranges", "slice_columns",
-           "chunk_samples", "chunk_shards"]
+__all__ = ["read_chunk", "decode_batches", "decode_groups", "group_ranges", "slice_columns", "chunk_shards"]
 
-_MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
-_MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
-# The first chunk of a pass is this small (then 4x larger each, up to the above): the first
+# The first chunk of a pass is this small (then 4x larger each, up to the budget's chunk): the first
 # batch waits for a read of a few batches, not of a whole shuffle window (~50-150 ms).
 _FIRST_CHUNK = 1 << 13
 
 
-def chunk_samples(ds: MDSDataset, window: int) -> int:
-    """Samples per bulk read (one chunk per worker is in memory at a time).
-
-    A shuffle window's ids come from a few blocks, so reading a window at once is cheap; with
-    a tiny window (Petastorm's ``shuffling_queue_capacity``) reads of one batch would cost more
-    than the decode, hence at least ``_MIN_CHUNK``. Large rows (images) cap it by bytes, so
-    memory stays bounded by the row size, not the window.
-    """
-    raw = sum(int(s["raw_data"]["bytes"]) for s in ds.shards)
-    row_bytes = max(1, raw // max(1, len(ds)))
-    return max(1, min(max(window, _MIN_CHUNK), _MAX_CHUNK_BYTES // row_bytes))
-
-
-def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> dict[str, Any]:
+def read_chunk(ds: Source, chunk: Any, columns: list[str] | None = None) -> dict[str, Any]:
     """Decode a chunk's samples into columns, in the chunk's order.
 
     A chunk inside one shard is read in its own order (each column gathered straight into
@@ -61,15 +46,14 @@ def read_chunk(ds: MDSDataset, chunk: Any, columns: list[str] | None = None) -> 
     return ds.read_parts(_arrival_order(ds, groups, chunk_shards(chunk)), len(chunk.ids), columns)
 
 
-def _arrival_order(ds: MDSDataset, groups: list[Any], need: list[int]) -> Iterator[Any]:
+def _arrival_order(ds: Source, groups: list[Any], need: list[int]) -> Iterator[Any]:
     """``groups``, each shard read as soon as it is loaded: a loaded one first, else the one
     needed first (the read-ahead's order), so that decoding overlaps the downloads still running
     and frees read-ahead room instead of waiting on one shard while others sit loaded."""
     rank = {s: k for k, s in enumerate(need)}
     todo = sorted(groups, key=lambda g: rank[g.shard])
-    loaded = getattr(ds, "is_loaded", None)
     while todo:
-        k = next((j for j, g in enumerate(todo) if loaded(g.shard)), 0) if loaded is not None else 0
+        k = next((j for j, g in enumerate(todo) if ds.is_loaded(g.shard)), 0)
         yield todo.pop(k)
 
 
@@ -85,7 +69,7 @@ def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any
             for name, col in block.items()}
 
 
-def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
+def _announced(ds: Source, chunks: Iterator[Any], depth: int,
                beyond: Callable[[Any], list[int]] | None = None) -> Iterator[Any]:
     """``chunks`` unchanged; before each is decoded, ``ds.prefetch`` is told the shards of it
     and of the next ``depth`` chunks, in plan order, then ``beyond(last of those chunks)``.
@@ -97,18 +81,17 @@ def _announced(ds: MDSDataset, chunks: Iterator[Any], depth: int,
     ramp's larger ones, and computing their ids first (every id of a small epoch, ~10 ms at
     300k) would delay the first batch for a read-ahead with nothing to do; they are told once
     it is out. Elsewhere they are told first, so their downloads start with the first one's."""
-    prefetch = getattr(ds, "prefetch", None)
-    if prefetch is None or (depth <= 0 and beyond is None):
+    if depth <= 0 and beyond is None:
         yield from chunks
         return
     window: deque[tuple[Any, list[int]]] = deque()
 
     def emit() -> Any:
         more = beyond(window[-1][0]) if beyond is not None else []
-        prefetch([s for _, shards in window for s in shards] + more)
+        ds.prefetch([s for _, shards in window for s in shards] + more)
         return window.popleft()[0]
 
-    first = bool(getattr(ds, "reads_in_place", False))
+    first = ds.reads_in_place
     for chunk in chunks:
         window.append((chunk, chunk_shards(chunk)))
         if first or len(window) > depth:
@@ -126,12 +109,12 @@ def _next_windows(order: Any, count: int) -> Callable[[Any], list[int]]:
     return beyond
 
 
-def _chunk_limit(ds: MDSDataset, plan: Any, max_chunk: int | None) -> int:
-    size = chunk_samples(ds, plan.order.window)
+def _chunk_limit(ds: Source, plan: Any, max_chunk: int | None) -> int:
+    size = chunk_samples(ds.stored_bytes, len(ds), plan.order.window)  # the budget's rule
     return size if max_chunk is None else min(size, max_chunk)
 
 
-def _decoded(ds: MDSDataset, plan: Any, chunks: Iterator[Any], columns: list[str] | None, logical: bool,
+def _decoded(ds: Source, plan: Any, chunks: Iterator[Any], columns: list[str] | None, logical: bool,
              readahead: int, ahead_windows: int) -> Iterator[tuple[Any, dict[str, Any]]]:
     """Each chunk with its decoded block (logical dtypes unless ``logical`` is False), its
     shards announced ahead as :func:`_announced` says."""
@@ -141,7 +124,7 @@ def _decoded(ds: MDSDataset, plan: Any, chunks: Iterator[Any], columns: list[str
         yield chunk, apply_logical(read_chunk(ds, chunk, columns), dtypes)
 
 
-def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: int = 1,
+def decode_batches(ds: Source, plan: Any, worker_id: int = 0, num_workers: int = 1,
                    columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
                    max_chunk: int | None = None, ahead_windows: int = 0,
                    ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -151,7 +134,7 @@ def decode_batches(ds: MDSDataset, plan: Any, worker_id: int = 0, num_workers: i
     stored as uint8 come back as bool); False gives the stored dtypes. ``readahead``: chunks
     whose shards are announced to the dataset ahead of decoding (0: none). ``max_chunk``: at most
     this many samples per bulk read (a loader fitting a bounded cache, see
-    :func:`petastream.stream.budget.reach`); None: :func:`chunk_samples`. ``ahead_windows``:
+    :func:`petastream.stream.budget.reach`); None: :func:`~petastream.stream.budget.chunk_samples`. ``ahead_windows``:
     also announce the shards of this many shuffle windows past each chunk's (read-ahead by
     window, for a window fitted to a bounded cache).
     """
@@ -179,7 +162,7 @@ def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
     return out + ([(full, nb)] if full < nb else [])
 
 
-def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num_workers: int = 1,
+def decode_groups(ds: Source, plan: Any, group: int, worker_id: int = 0, num_workers: int = 1,
                   columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
                   max_chunk: int | None = None, ahead_windows: int = 0,
                   ) -> Iterator[tuple[int, dict[str, Any], int]]:
@@ -197,7 +180,8 @@ def decode_groups(ds: MDSDataset, plan: Any, group: int, worker_id: int = 0, num
         want, todo = min(cap, max(1, _FIRST_CHUNK // plan.batch_size)), list(enumerate(ranges))
         i = 0
         while i < len(todo):
-            picked, count = [], 0
+            picked: list[tuple[int, int, int]] = []
+            count = 0
             while i < len(todo) and (not picked or count + (todo[i][1][1] - todo[i][1][0]) <= want):
                 k, (a, b) = todo[i]
                 picked.append((worker_id + k * num_workers, a, b))

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from petastream.errors import InvalidArgumentError
+from petastream.errors import InvalidArgumentError, SupersededError
 from petastream.stream import EpochPlan, StreamPlanner
 
 __all__ = ["EpochDriver", "PassRun", "SupersededError"]
@@ -49,10 +49,6 @@ class PassRun(Protocol):
     def __next__(self) -> Any: ...
 
     def close(self) -> None: ...
-
-
-class SupersededError(RuntimeError):
-    """An iterator was pulled after a newer iteration took the loader's position over."""
 
 
 _SUPERSEDED = ("this iteration of the loader was superseded: a newer iter(), set_epoch() or "

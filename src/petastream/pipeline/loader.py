@@ -1,64 +1,117 @@
-"""``BatchLoader``: the framework-free loader every adapter extends.
+"""``BatchLoader``: a loader as a composition of values.
 
-A loader is a short composition (see :mod:`petastream.pipeline`): a
-:class:`~petastream.stream.StreamPlanner` for order and position, an
-:class:`~petastream.pipeline.driver.EpochDriver` for what an iteration means, and per pass a
-:class:`~petastream.pipeline.work.PassWork` (decode → transform → convert) run by an executor
-(:class:`~petastream.pipeline.threads.ThreadRun` here) and wrapped by consumer-side stages.
-Adapters change three hooks: ``_convert`` (a picklable function run in the workers),
-``_execute`` (threads or processes) and ``_stage`` (device copies, Petastorm's collate).
+A loader is ``(source, planner, work, executor, stages)`` (see :mod:`petastream.pipeline`):
+
+* a :class:`~petastream.source.Source` (an MDS dataset, Parquet files, an Arrow table);
+* a :class:`~petastream.stream.StreamPlanner` for order and position, driven by an
+  :class:`~petastream.pipeline.driver.EpochDriver` (what an iteration means);
+* per pass, a :class:`~petastream.pipeline.work.PassWork` (decode → ``transform`` →
+  ``convert``), sized by the :class:`~petastream.stream.budget.LoaderBudget` and passed
+  through ``work_stages`` (``PassWork -> PassWork``, in the iterating thread: e.g. torch's
+  pinning for the device current there);
+* an :class:`~petastream.pipeline.executor.Executor` that runs it (threads by default);
+* consumer-side ``stages`` (``PassRun -> PassRun``, in order: device staging, Petastorm's
+  collate, compat's stop check), a list adapters append to.
+
+The torch, TensorFlow and compat adapters build their loaders from these values; none of them
+overrides a method of this class.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from petastream.errors import InvalidArgumentError
-from petastream.mds.dataset import MDSDataset
-from petastream.pipeline.decode import chunk_samples
 from petastream.pipeline.driver import EpochDriver, PassRun
-from petastream.pipeline.threads import ThreadRun
+from petastream.pipeline.executor import Executor
+from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
-from petastream.stream import CacheFit, EpochPlan, StreamPlanner, fit_to_cache
-from petastream.stream.budget import reach
+from petastream.source import Source, open_source
+from petastream.stream import CacheFit, EpochPlan, StreamPlanner
+from petastream.stream.budget import LoaderBudget
 
-__all__ = ["BatchLoader"]
+__all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers"]
 
 log = logging.getLogger("petastream.pipeline")
 
+WorkStage = Callable[[PassWork], PassWork]
+RunStage = Callable[[PassRun], PassRun]
+
+
+def _positive(name: str, value: Any, what: str, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"{name} must be an int >= {minimum} ({what}), got {value!r}")
+
+
+def checked_workers(num_workers: int, prefetch: int, readahead: int) -> None:
+    _positive("num_workers", num_workers, "decode workers")
+    _positive("prefetch", prefetch, "batches ready per worker")
+    _positive("readahead", readahead, "chunks announced ahead", minimum=0)
+
+
+def checked_columns(source: Source, columns: Sequence[str] | None,
+                    transform: Callable[..., Any] | None = None) -> list[str]:
+    """The columns a loader reads (``columns``, or all of the source's), checked against the
+    source; and ``transform`` checked callable (before anything runs it)."""
+    if transform is not None and not callable(transform):
+        raise InvalidArgumentError(f"transform must be a callable batch -> batch, got {transform!r}")
+    if columns is None:
+        return list(source.columns)
+    unknown = sorted(set(columns) - set(source.columns))
+    if unknown:
+        raise InvalidArgumentError(f"columns {unknown} are not in the dataset; it has {sorted(source.columns)}")
+    return list(columns)
+
 
 class BatchLoader:
-    """Iterate batches (dicts of numpy columns) of an MDS dataset; see :mod:`petastream.pipeline`
-    for what an iteration means (each ``iter()`` is the next epoch, exactly once).
+    """Iterate batches of a source (dicts of numpy columns, or what ``convert`` makes of them);
+    see :mod:`petastream.pipeline` for what an iteration means (each ``iter()`` is the next
+    epoch, exactly once).
 
-    ``num_epochs`` epochs per iteration (None: forever). ``rank``/``world_size`` split every
-    global batch over ranks (see :class:`~petastream.stream.StreamPlanner` for padding and
-    ``drop_last``). ``transform(batch) -> batch`` runs in the workers. ``logical_types``:
-    columns come back as their logical dtypes (``dataset.logical_dtypes``, e.g. Spark booleans
-    as bool); False keeps the stored ones (uint8). ``readahead``: chunks whose shards are
-    announced to the dataset's cache ahead of decoding.
+    * ``dataset``: a :class:`~petastream.source.Source`, or the URL of an MDS dataset (opened
+      with ``dataset_options``, see :class:`~petastream.mds.dataset.MDSDataset`).
+    * ``batch_size``: rows per batch (per rank).
+    * ``shuffle``, ``seed``: a seeded shuffle, the same on every rank, worker count and
+      worker type; ``block_size``, ``window``: its shard blocks and shuffle window (see
+      :class:`~petastream.stream.StreamPlanner`; default: fitted to a bounded cache, see below).
+    * ``num_epochs``: epochs per iteration (None: forever). ``drop_last``: drop the short last
+      global batch instead of padding it over the ranks.
+    * ``rank``, ``world_size``: split every global batch over ranks.
+    * ``columns``: the columns read (None: all).
+    * ``transform(batch) -> batch``: runs in the workers, on numpy columns.
+    * ``logical_types``: columns come back as their logical dtypes (``source.logical_dtypes``,
+      e.g. Spark booleans as bool); False keeps the stored ones (uint8).
+    * ``num_workers``, ``prefetch``: decode workers, and items each keeps ready (for the
+      default executor, threads).
+    * ``readahead``: chunks whose shards are announced to the source ahead of decoding.
+    * ``convert(batch)``: a picklable function run in the workers after ``transform`` (torch
+      tensors, TensorFlow's parts); None hands the numpy batch over.
+    * ``executor``: what runs a pass (:mod:`petastream.pipeline.executor`); default
+      ``ThreadExecutor(num_workers, prefetch)``.
+    * ``work_stages``: ``PassWork -> PassWork`` functions applied to each pass's work, in order,
+      in the iterating thread.
+    * ``stages``: ``PassRun -> PassRun`` functions wrapped around each pass's run, in order, in
+      the iterating thread (``loader.stages`` is a list: adapters append to it).
 
-    A shuffled read of a dataset that goes through a shard cache with a ``cache_limit`` smaller
-    than the dataset, with neither ``window`` nor ``block_size`` given, gets the window and
-    block size that fit the limit (:func:`~petastream.stream.fit_to_cache`: each shard is then
-    downloaded about once per epoch), and chunks and read-ahead that stay within one window;
-    ``self.cache_fit`` says what was chosen (None: the defaults).
+    A shuffled read of a source that goes through a shard cache with a ``cache_limit`` smaller
+    than the source, with neither ``window`` nor ``block_size`` given, gets the window and
+    block size that fit the limit (:class:`~petastream.stream.budget.LoaderBudget`: each shard
+    is then downloaded about once per epoch); ``self.cache_fit`` says what was chosen (None:
+    the defaults).
     """
-
-    superseded = "raise"  # what pulling a superseded iterator does (see EpochDriver)
 
     def __init__(
         self,
-        dataset: MDSDataset | str,
+        dataset: Source | str,
         batch_size: int = 32,
         *,
         shuffle: bool = False,
         seed: int = 0,
         num_epochs: int | None = 1,
         drop_last: bool = False,
-        columns: list[str] | None = None,
+        columns: Sequence[str] | None = None,
         num_workers: int = 2,
         prefetch: int = 2,
         rank: int = 0,
@@ -69,46 +122,43 @@ class BatchLoader:
         dataset_options: dict[str, Any] | None = None,
         logical_types: bool = True,
         readahead: int = 2,
+        convert: Callable[[dict[str, Any]], Any] | None = None,
+        executor: Executor | None = None,
+        work_stages: Sequence[WorkStage] = (),
+        stages: Sequence[RunStage] = (),
+        superseded: str = "raise",
     ):
-        self.dataset = dataset if isinstance(dataset, MDSDataset) else MDSDataset(dataset, **(dataset_options or {}))
-        for name, value, what in (("num_workers", num_workers, "decode workers"),
-                                  ("prefetch", prefetch, "batches ready per worker")):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an int >= 1 ({what}), got {value!r}")
-        if isinstance(readahead, bool) or not isinstance(readahead, int) or readahead < 0:
-            raise InvalidArgumentError(f"readahead must be an int >= 0 (chunks announced ahead), got {readahead!r}")
-        if transform is not None and not callable(transform):
-            raise InvalidArgumentError(f"transform must be a callable batch -> batch, got {transform!r}")
-        if columns is not None:
-            unknown = sorted(set(columns) - set(self.dataset.columns))
-            if unknown:
-                raise InvalidArgumentError(
-                    f"columns {unknown} are not in the dataset; it has {sorted(self.dataset.columns)}"
-                )
-        extra = {k: v for k, v in (("block_size", block_size), ("window", window)) if v is not None}
-        self.cache_fit: CacheFit | None = None
-        if shuffle and not extra and self.dataset.cache_limit is not None:
-            self.cache_fit = fit_to_cache(self.dataset.shard_sizes, self.dataset.cached_shard_bytes(),
-                                          self.dataset.cache_limit)
-            if self.cache_fit is not None:
-                extra = {"block_size": self.cache_fit.block_size, "window": self.cache_fit.window}
-                log.info("shuffle window %d samples, block size %d, to fit the shard cache: %s",
-                         self.cache_fit.window, self.cache_fit.block_size, self.cache_fit.reason)
+        self.dataset = open_source(dataset, dataset_options)
+        checked_workers(num_workers, prefetch, readahead)
+        checked_columns(self.dataset, columns, transform)
+        if convert is not None and not callable(convert):
+            raise InvalidArgumentError(f"convert must be a callable batch -> item, got {convert!r}")
+        self.budget = LoaderBudget(self.dataset, shuffle=shuffle, window=window, block_size=block_size,
+                                   readahead=readahead)
         # A window we chose (not the user) follows a resumed state's, whatever this run chose.
         self.planner = StreamPlanner(self.dataset.shard_sizes, batch_size, shuffle=shuffle, seed=seed,
                                      world_size=world_size, rank=rank, drop_last=drop_last,
-                                     adopt_order=window is None and block_size is None, **extra)
+                                     adopt_order=window is None and block_size is None,
+                                     **self.budget.order_options(window, block_size))
         # An ended iteration gives back its shard maps and descriptors: a job that builds a
         # loader per evaluation must not run out of them (the next iteration reopens).
         self.driver = EpochDriver(self.planner, self._run_pass, num_epochs=num_epochs,
-                                  superseded=self.superseded, on_end=self.dataset.close)
-        self.columns = columns
+                                  superseded=superseded, on_end=self.dataset.close)
+        self.columns = list(columns) if columns is not None else None
         self.num_workers = num_workers
         self.prefetch = prefetch
         self.transform = transform
         self.logical_types = logical_types
         self.readahead = readahead
-        self._convert: Callable[[dict[str, Any]], Any] | None = None
+        self.convert = convert
+        self.executor: Executor = executor if executor is not None else ThreadExecutor(num_workers, prefetch)
+        self.work_stages: list[WorkStage] = list(work_stages)
+        self.stages: list[RunStage] = list(stages)
+
+    @property
+    def cache_fit(self) -> CacheFit | None:
+        """The window and block size fitted to a bounded cache (None: the defaults)."""
+        return self.budget.fit
 
     # -- the iteration contract (EpochDriver) -------------------------------------------------
     @property
@@ -141,33 +191,24 @@ class BatchLoader:
         """The next iteration resumes where ``state`` stands."""
         self.driver.load_state_dict(state)
 
+    def close(self) -> None:
+        """Give up the workers the executor keeps between passes (a later iteration starts
+        them anew)."""
+        self.executor.close()
+
     # -- one pass -----------------------------------------------------------------------------
-    def _work(self, plan: EpochPlan) -> PassWork:
-        return PassWork(self.dataset, plan, self.columns, self.transform, self._convert,
-                        self.logical_types, *self._reach(plan, self.num_workers))
-
-    def _reach(self, plan: EpochPlan, num_workers: int) -> tuple[int, int | None, int]:
-        """``(readahead, max_chunk, ahead_windows)``: the defaults, or, fitting a bounded
-        cache, chunks and read-ahead within one window, and the next window announced."""
-        if self.cache_fit is None or not plan.order.shuffle:
-            return self.readahead, None, 0
-        window = plan.order.window
-        chunk, readahead, fits = reach(window, plan.batch_size, plan.world_size, num_workers,
-                                       chunk_samples(self.dataset, window), self.readahead)
-        if not fits:
-            log.warning("one batch per worker (%d x %d workers x %d ranks) spans more than the "
-                        "shuffle window of %d samples that fits cache_limit=%d: shards may be "
-                        "downloaded more than once per epoch; raise cache_limit or use fewer workers",
-                        plan.batch_size, num_workers, plan.world_size, window, self.dataset.cache_limit)
-        log.debug("window %d: chunks of at most %d samples per worker, read-ahead %d chunks and "
-                  "the next window", window, chunk, readahead)
-        return readahead, chunk, 1 if self.readahead else 0
-
-    def _execute(self, work: PassWork) -> PassRun:
-        return ThreadRun(work, work.num_items, self.num_workers, self.prefetch)
-
-    def _stage(self, run: PassRun) -> PassRun:
-        return run
+    def pass_work(self, plan: EpochPlan, num_workers: int | None = None) -> PassWork:
+        """The work of one pass over ``plan``, split over ``num_workers`` workers (default: the
+        executor's), after ``work_stages``."""
+        workers = self.executor.num_workers if num_workers is None else num_workers
+        work = PassWork(self.dataset, plan, self.columns, self.transform, self.convert,
+                        self.logical_types, *self.budget.reach(plan, workers))
+        for stage in self.work_stages:
+            work = stage(work)
+        return work
 
     def _run_pass(self, plan: EpochPlan) -> PassRun:
-        return self._stage(self._execute(self._work(plan)))
+        run = self.executor.run(self.pass_work(plan))
+        for stage in self.stages:
+            run = stage(run)
+        return run

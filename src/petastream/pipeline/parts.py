@@ -4,7 +4,7 @@ A column travels as one part (dense, string, or ``uniform`` arrays of one length
 (``ragged``: values and int64 row splits), never one Python object per row. This half of
 :class:`petastream.tf.ColumnPlan` runs in the decode workers; it lives outside
 :mod:`petastream.tf` (whose import loads TensorFlow) so that worker processes
-(:mod:`petastream.pipeline.processes`) can convert without importing TensorFlow.
+(:mod:`petastream.pipeline.procpool.pool`) can convert without importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, PetastreamError
+from petastream.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    PetastreamError,
+    PipelineError,
+)
 from petastream.mds.ndarray import Ragged
-from petastream.pipeline.arena import Strings
+from petastream.pipeline.procpool.arena import Strings
 
 __all__ = ["DENSE", "RAGGED", "STRING", "UNIFORM", "ColumnParts", "FlatParts", "NonUniformArrayError"]
 
@@ -36,6 +41,12 @@ class ColumnParts:
     kind: str
     dtype: np.dtype | None = None
     shape: tuple[int | None, ...] = ()
+
+    def _numeric_dtype(self) -> np.dtype:
+        """The dtype of a dense, ragged or uniform column (plans always give one)."""
+        if self.dtype is None:
+            raise PipelineError(f"column {self.name!r}: a {self.kind} column's plan has no dtype")
+        return self.dtype
 
     # -- values -------------------------------------------------------------------------------
     def to_parts(self, col: Any) -> tuple[np.ndarray, ...]:
@@ -57,12 +68,13 @@ class ColumnParts:
                 "expected; declare it as ragged (tf.RaggedTensorSpec in output_signature) or make "
                 "the arrays one length")
         arr = np.asarray(col)
+        dtype = self._numeric_dtype()
         if arr.dtype == object:  # str_int / str_float decode to Python numbers
-            arr = arr.astype(self.dtype)
-        if not np.can_cast(arr.dtype, self.dtype, "same_kind"):
+            arr = arr.astype(dtype)
+        if not np.can_cast(arr.dtype, dtype, "same_kind"):
             raise InvalidArgumentTypeError(
                 f"column {self.name!r}: got {arr.dtype} values where {self._describe()} was "
-                f"expected; cast it in transform (e.g. batch[{self.name!r}].astype({self.dtype.name!r})) "
+                f"expected; cast it in transform (e.g. batch[{self.name!r}].astype({dtype.name!r})) "
                 "or pass output_signature")
         if not _shape_fits(arr.shape[1:], self.shape):
             raise InvalidArgumentError(
@@ -109,7 +121,7 @@ class ColumnParts:
             splits = np.zeros(len(rows) + 1, dtype=np.int64)
             np.cumsum([len(r) for r in rows], out=splits[1:])
             values = np.concatenate(rows) if rows else np.zeros(0, self.dtype)
-        if not np.can_cast(values.dtype, self.dtype, "same_kind"):
+        if not np.can_cast(values.dtype, self._numeric_dtype(), "same_kind"):
             raise InvalidArgumentTypeError(
                 f"column {self.name!r}: got {values.dtype} arrays where {self._describe()} was "
                 "expected; cast them in transform or pass output_signature")

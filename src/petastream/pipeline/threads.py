@@ -11,7 +11,8 @@ Failure handling, so that nothing hangs:
 * an exception in a worker (decode, the user's transform, conversion) is handed to the
   consumer and re-raised there with its original type;
 * a worker that ends without producing a batch it owes, or a thread that dies without a word,
-  is noticed by the consumer within ``_LIVENESS_S`` and raised as ``RuntimeError``;
+  is noticed by the consumer within ``_LIVENESS_S`` and raised as
+  :class:`~petastream.errors.PipelineError` (a ``RuntimeError``);
 * :meth:`ThreadRun.close` (a ``break`` out of the loop, a newer iteration, garbage collection)
   stops the workers at their next batch and joins them.
 """
@@ -23,21 +24,40 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["ThreadRun"]
+from petastream.errors import WorkerDiedError
+from petastream.pipeline.ordered import PassOrder
+from petastream.pipeline.work import PassWork
+
+__all__ = ["ThreadExecutor", "ThreadRun"]
 
 _LIVENESS_S = 0.5  # how often a waiting consumer checks that its producer is still alive
 _JOIN_S = 5.0
 _END = object()  # a worker's last item: it has produced everything it owes
 
 
+class ThreadExecutor:
+    """The :class:`~petastream.pipeline.executor.Executor` of ``num_workers`` decode threads, each
+    keeping up to ``prefetch`` items ready. Threads start per pass (cheap); nothing is kept."""
+
+    worker_type = "thread"
+
+    def __init__(self, num_workers: int, prefetch: int):
+        self.num_workers, self.prefetch = num_workers, prefetch
+
+    def run(self, work: PassWork) -> ThreadRun:
+        return ThreadRun(work, work.num_items, self.num_workers, self.prefetch)
+
+    def close(self) -> None:
+        pass
+
+
 class ThreadRun:
-    """Iterate ``num_batches`` batches produced by ``work(w, W)`` in ``num_workers`` threads."""
+    """Iterate ``num_batches`` items produced by ``work(w, W)`` in ``num_workers`` threads."""
 
     def __init__(self, work: Callable[[int, int], Iterator[tuple[int, Any]]], num_batches: int,
                  num_workers: int, prefetch: int, name: str = "petastream-decode"):
-        self._n = num_batches
-        self._t = 0
         self._workers = max(1, min(num_workers, num_batches))
+        self._order = PassOrder(num_batches, self._workers)
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=prefetch) for _ in range(self._workers)]
         self._stop = threading.Event()
         self._closed = False
@@ -52,22 +72,22 @@ class ThreadRun:
         return self
 
     def __next__(self) -> Any:
-        if self._closed or self._t >= self._n:
+        order = self._order
+        if self._closed or order.done:
             raise StopIteration
-        t, w = self._t, self._t % self._workers
-        item = self._get(w)
+        item = self._get(order.worker)
         if isinstance(item, BaseException):
             self.close()
             raise item
         if item is _END:
             self.close()
-            raise RuntimeError(f"decode worker {w} of {self._workers} finished without batch {t} "
-                               f"of {self._n}: its plan and the consumer's disagree")
+            raise order.ended_early()
         index, batch = item
-        if index != t:  # a broken invariant must not silently reorder data
+        try:
+            order.accept(index)  # a broken invariant must not silently reorder data
+        except BaseException:
             self.close()
-            raise RuntimeError(f"decode worker {w} returned batch {index}, expected {t}")
-        self._t += 1
+            raise
         return batch
 
     def _get(self, w: int) -> Any:
@@ -83,8 +103,8 @@ class ThreadRun:
                         return q.get_nowait()
                     except queue.Empty:
                         self.close()
-                        raise RuntimeError(f"decode thread {th.name} died without producing batch "
-                                           f"{self._t} or an error") from None
+                        raise WorkerDiedError(f"decode thread {th.name} died without producing batch "
+                                              f"{self._order.next} or an error") from None
 
     def close(self) -> None:
         """Stop the workers (they finish at their next batch) and join them."""

@@ -8,12 +8,14 @@ picklable when the user's ``transform`` is (the dataset pickles by reopening; pl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from petastream.mds.dataset import MDSDataset
+from petastream.errors import InvalidArgumentError
 from petastream.pipeline.decode import decode_batches, decode_groups, group_ranges
+from petastream.source import Source
 
 __all__ = ["BatchGroup", "PassWork"]
 
@@ -40,7 +42,7 @@ class BatchGroup(tuple):
 
 @dataclass(frozen=True)
 class PassWork:
-    dataset: MDSDataset
+    dataset: Source
     plan: Any  # an EpochPlan
     columns: list[str] | None = None
     transform: Callable[[Batch], Batch] | None = None
@@ -50,6 +52,11 @@ class PassWork:
     max_chunk: int | None = None  # most samples per worker's chunk (None: decode's default)
     ahead_windows: int = 0  # shuffle windows past each chunk's whose shards are announced
     group: int | None = None  # BatchGroups of up to this many batches (no transform; convert -> tuple)
+
+    def detached(self) -> dict[str, Any]:
+        """Everything but the source: what a worker process that holds the source open already
+        receives per pass (``PassWork(source, **detached)`` rebuilds the work there)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "dataset"}
 
     @property
     def num_batches(self) -> int:
@@ -64,7 +71,7 @@ class PassWork:
         transform, convert = self.transform, self.convert
         if self.group is not None:
             if transform is not None or convert is None:
-                raise ValueError("batch groups need a convert to a tuple of parts and no transform")
+                raise InvalidArgumentError("batch groups need a convert to a tuple of parts and no transform")
             for index, rows, n in decode_groups(self.dataset, self.plan, self.group, worker_id,
                                                 num_workers, self.columns, self.logical,
                                                 self.readahead, self.max_chunk, self.ahead_windows):

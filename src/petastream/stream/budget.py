@@ -19,15 +19,29 @@ the same, and the order stays a pure function of its arguments):
   largest shard (:func:`span_bytes`). That last shard of room is the slack a fill needs while
   a shard just read is still mapped.
 
+Readers sharing one cache (the ranks of a node, each at its own pace) each get an equal share
+of the limit (``readers``): the shards one reader's windows hold must not evict another's, and
+eviction spares what every reader announced (:mod:`petastream.mds.announce`) only if the
+announced sets fit together.
+
 :func:`reach` then bounds a loader's chunks and read-ahead so that its positions in use (the
 chunks being decoded plus the ones announced ahead) stay within one window. The smallest
 workable limit is :data:`MIN_SHARDS` of the largest shard; below it :func:`fit_to_cache` raises.
+
+This module is the one owner of what a bounded cache means for a loader: :class:`LoaderBudget`
+decides, from the source's sizes and its limit, the window and block size, each worker's
+chunk and read-ahead reach (:func:`chunk_samples` sizes a bulk read from the row size), and
+:func:`reader_shares` what a reader may pin of the cache. The loader, the decode stage and
+the MDS reader ask it.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +50,13 @@ from petastream.errors import InvalidArgumentError
 from petastream.stream._checks import shard_sizes_array
 from petastream.stream.order import DEFAULT_WINDOW
 
-__all__ = ["CacheFit", "MIN_SHARDS", "fit_to_cache", "reach", "span_bytes"]
+__all__ = ["CacheFit", "LoaderBudget", "MIN_SHARDS", "chunk_samples", "fit_to_cache", "local_readers",
+           "reach", "reader_shares", "span_bytes"]
+
+log = logging.getLogger("petastream.stream")
+
+MIN_CHUNK = 1 << 16  # samples per bulk read, at least (unless rows are large) ...
+MAX_CHUNK_BYTES = 64 << 20  # ... and at most this many decoded bytes
 
 MIN_SHARDS = 3
 """Shards a limited cache must hold for a shuffled read: the one read, the next, one of slack."""
@@ -100,29 +120,40 @@ def fit_to_cache(
     shard_sizes: Sequence[int] | np.ndarray,
     shard_bytes: Sequence[int] | np.ndarray,
     cache_limit: int,
+    readers: int = 1,
 ) -> CacheFit | None:
-    """The shuffle that fits ``cache_limit`` bytes of cache (None: the whole dataset fits, the
-    defaults do too). ``shard_bytes``: each shard's size in the cache (raw, decompressed; 0
-    for shards read in place). Raises :class:`InvalidArgumentError` below :data:`MIN_SHARDS`."""
+    """The shuffle that fits ``cache_limit`` bytes of cache shared by ``readers`` readers, each
+    with its own position (None: the whole dataset fits, the defaults do too).
+    ``shard_bytes``: each shard's size in the cache (raw, decompressed; 0 for shards read in
+    place). Raises :class:`InvalidArgumentError` when a reader's share is below
+    :data:`MIN_SHARDS`."""
     sizes = shard_sizes_array(shard_sizes)
     nbytes = np.asarray(shard_bytes, dtype=np.int64)
     limit = positive_int("cache_limit", cache_limit, "bytes of shard cache")
+    readers = positive_int("readers", readers, "processes reading through the cache")
     cached = nbytes[sizes > 0]
     if not cached.size or int(cached.sum()) <= limit:
         return None
     biggest = int(cached.max())
-    room = limit // biggest
+    share = limit // readers
+    room = share // biggest
     if room < MIN_SHARDS:
+        need = MIN_SHARDS * biggest * readers
+        if readers == 1:
+            shared, whose, total = "", "the limit", ""
+        else:
+            shared = f" shared by {readers} readers of this node (LOCAL_WORLD_SIZE)"
+            whose, total = f"each reader's share ({_mb(share)})", f" each, {_mb(need)} in all"
         raise InvalidArgumentError(
-            f"cache_limit={_mb(limit)} is too small to shuffle this dataset: its largest shard is "
-            f"{_mb(biggest)} in the cache (decompressed), so the limit holds {room} of them, and a "
-            f"shuffled read needs at least {MIN_SHARDS} (the shard it reads, the next one, one being "
-            f"replaced) = {_mb(MIN_SHARDS * biggest)}. Raise cache_limit to {_mb(MIN_SHARDS * biggest)} "
+            f"cache_limit={_mb(limit)}{shared} is too small to shuffle this dataset: its largest "
+            f"shard is {_mb(biggest)} in the cache (decompressed), so {whose} holds {room} of them, "
+            f"and a shuffled read needs at least {MIN_SHARDS} (the shard it reads, the next one, one "
+            f"being replaced) = {_mb(MIN_SHARDS * biggest)}{total}. Raise cache_limit to {_mb(need)} "
             "or more, or pass window= and block_size= (each shard is then downloaded more than "
             "once per epoch), or shuffle=False"
         )
     samples, nbytes = sizes[sizes > 0], cached
-    n, budget = int(samples.sum()), limit - biggest  # one shard of slack for a fill
+    n, budget = int(samples.sum()), share - biggest  # one shard of slack for a fill
     lo, hi = 1, min(n, DEFAULT_WINDOW)  # the largest window whose two-window span fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -131,10 +162,12 @@ def fit_to_cache(
         else:
             hi = mid - 1
     working = span_bytes(samples, nbytes, min(n, 2 * lo))
-    reason = (f"cache_limit={_mb(limit)}, shards of up to {_mb(biggest)} cached: whole-shard blocks "
-              f"and a window of {lo} samples keep the shards of two consecutive windows within "
-              f"{_mb(working)}, one shard below the limit (the dataset: {sizes.size} shards, "
-              f"{_mb(int(nbytes.sum()))} cached)")
+    shared = "" if readers == 1 else f" shared by {readers} readers"
+    below = "the limit" if readers == 1 else "a reader's share"
+    reason = (f"cache_limit={_mb(limit)}{shared}, shards of up to {_mb(biggest)} cached: whole-shard "
+              f"blocks and a window of {lo} samples keep the shards of two consecutive windows within "
+              f"{_mb(working)}, one shard below {below} "
+              f"(the dataset: {sizes.size} shards, {_mb(int(nbytes.sum()))} cached)")
     return CacheFit(block_size=int(sizes.max()), window=lo, working_bytes=working, reason=reason)
 
 
@@ -152,6 +185,88 @@ def reach(window: int, batch_size: int, world_size: int, workers: int, chunk: in
         if batches >= 1:
             return min(want, batches) * batch_size, r, True
     return batch_size, 0, False
+
+
+def chunk_samples(stored_bytes: int, num_samples: int, window: int) -> int:
+    """Samples per bulk read (one chunk per worker is in memory at a time).
+
+    A shuffle window's ids come from a few blocks, so reading a window at once is cheap; with
+    a tiny window (Petastorm's ``shuffling_queue_capacity``) reads of one batch would cost more
+    than the decode, hence at least ``MIN_CHUNK``. Large rows (images) cap it by bytes, so
+    memory stays bounded by the row size, not the window.
+    """
+    row_bytes = max(1, stored_bytes // max(1, num_samples))
+    return max(1, min(max(window, MIN_CHUNK), MAX_CHUNK_BYTES // row_bytes))
+
+
+def local_readers() -> int:
+    """Reader processes of this node sharing its shard cache: torchrun's ``LOCAL_WORLD_SIZE``
+    (one per rank; a rank's DataLoader workers read one plan together), else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def reader_shares(cache_limit: int | None, readers: int = 1) -> tuple[int | None, int | None]:
+    """``(cached, ahead)``: bytes of a limited cache one reader may pin for shards already read
+    and for read-ahead: a quarter each (the rest: the shards its decode threads are reading,
+    and other readers), split between the node's ``readers`` (:func:`local_readers`)."""
+    if cache_limit is None:
+        return None, None
+    share = cache_limit // (4 * readers)
+    return share, share
+
+
+class LoaderBudget:
+    """What a loader's bounded cache allows: its ``fit`` (window and block size, or None for
+    the defaults) and, per pass, each worker's chunk and read-ahead (:meth:`reach`).
+
+    ``source`` is a :class:`petastream.source.Source`. A shuffled read through a cache with a
+    ``cache_limit`` smaller than the source, with neither ``window`` nor ``block_size`` given,
+    gets the window and block size that fit the limit (each shard is then fetched about once
+    per epoch), and chunks and read-ahead that stay within one window.
+    """
+
+    def __init__(self, source: Any, *, shuffle: bool, window: int | None, block_size: int | None,
+                 readahead: int):
+        self.source, self.readahead = source, readahead
+        self.fit: CacheFit | None = None
+        if shuffle and window is None and block_size is None and source.cache_limit is not None:
+            self.fit = fit_to_cache(source.shard_sizes, source.cached_shard_bytes(), source.cache_limit,
+                                    readers=local_readers())
+            if self.fit is not None:
+                log.info("shuffle window %d samples, block size %d, to fit the shard cache: %s",
+                         self.fit.window, self.fit.block_size, self.fit.reason)
+
+    def order_options(self, window: int | None, block_size: int | None) -> dict[str, int]:
+        """The planner's ``window``/``block_size``: the caller's, else the fitted ones."""
+        given = {k: v for k, v in (("block_size", block_size), ("window", window)) if v is not None}
+        if given or self.fit is None:
+            return given
+        return {"block_size": self.fit.block_size, "window": self.fit.window}
+
+    def chunk(self, window: int) -> int:
+        """Samples per bulk read for a pass whose shuffle window is ``window``."""
+        return chunk_samples(self.source.stored_bytes, len(self.source), window)
+
+    def reach(self, plan: Any, num_workers: int) -> tuple[int, int | None, int]:
+        """``(readahead, max_chunk, ahead_windows)`` of a pass over ``plan``: the defaults, or,
+        fitting a bounded cache, chunks and read-ahead within one window, and the next window
+        announced."""
+        if self.fit is None or not plan.order.shuffle:
+            return self.readahead, None, 0
+        window = plan.order.window
+        chunk, readahead, fits = reach(window, plan.batch_size, plan.world_size, num_workers,
+                                       self.chunk(window), self.readahead)
+        if not fits:
+            log.warning("one batch per worker (%d x %d workers x %d ranks) spans more than the "
+                        "shuffle window of %d samples that fits cache_limit=%d: shards may be "
+                        "downloaded more than once per epoch; raise cache_limit or use fewer workers",
+                        plan.batch_size, num_workers, plan.world_size, window, self.source.cache_limit)
+        log.debug("window %d: chunks of at most %d samples per worker, read-ahead %d chunks and "
+                  "the next window", window, chunk, readahead)
+        return readahead, chunk, 1 if self.readahead else 0
 
 
 def _mb(n: int) -> str:

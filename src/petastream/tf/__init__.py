@@ -45,6 +45,7 @@ is one pass in a new order. Distributed::
 from __future__ import annotations
 
 from petastream.tf._columns import ColumnPlan, NonUniformArrayError
+from petastream.tf._graph import GraphCache
 from petastream.tf._loader import TFLoader, dataset
 
-__all__ = ["TFLoader", "dataset", "ColumnPlan", "NonUniformArrayError"]
+__all__ = ["TFLoader", "dataset", "ColumnPlan", "GraphCache", "NonUniformArrayError"]

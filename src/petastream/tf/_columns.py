@@ -24,6 +24,8 @@ ragged column is two: values and row splits, never one Python object per row);
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -34,6 +36,7 @@ import tensorflow as tf
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.columns import widen_unsigned
 from petastream.mds.ndarray import Ragged
+from petastream.mds.sidecar import apply_logical
 from petastream.pipeline.parts import (
     DENSE,
     RAGGED,
@@ -43,7 +46,8 @@ from petastream.pipeline.parts import (
     NonUniformArrayError,
 )
 
-__all__ = ["ColumnPlan", "NonUniformArrayError", "plan_from_encoding", "plan_from_values", "plan_from_spec"]
+__all__ = ["ColumnPlan", "NonUniformArrayError", "plan_columns", "plan_from_encoding", "plan_from_values",
+           "plan_from_spec"]
 
 _NUMERIC_KINDS = "biuf"
 _PARSED = {"str_int": np.dtype("int64"), "str_float": np.dtype("float64")}
@@ -64,7 +68,7 @@ class ColumnPlan(ColumnParts):
 
     def part_specs(self, batch: int | None, packed: bool = False) -> tuple[tf.TensorSpec, ...]:
         """The flat parts' specs; ``packed``: a string column comes as
-        :class:`~petastream.pipeline.arena.Strings` (all its bytes as one scalar, then int64
+        :class:`~petastream.pipeline.procpool.arena.Strings` (all its bytes as one scalar, then int64
         starts and lengths shaped like the column)."""
         if self.kind == STRING and packed:
             where = tf.TensorSpec((batch, *self.shape), tf.int64)
@@ -102,8 +106,9 @@ def plan_from_encoding(name: str, encoding: str, ragged: str = "ragged") -> Colu
     enc = get_encoding(encoding)
     if enc.dtype is not None and enc.dtype.base.kind in _NUMERIC_KINDS:
         return ColumnPlan(name, DENSE, widen_unsigned(enc.dtype.base), tuple(enc.dtype.shape))
-    if encoding.startswith("ndarray:") and getattr(enc, "value_dtype", None) is not None:
-        return _variable(name, enc.value_dtype, ragged)
+    value_dtype = getattr(enc, "value_dtype", None)  # only variable-shape ndarray encodings have one
+    if encoding.startswith("ndarray:") and value_dtype is not None:
+        return _variable(name, np.dtype(value_dtype), ragged)
     return None
 
 
@@ -153,3 +158,45 @@ def plan_from_spec(name: str, spec: Any) -> ColumnPlan:
     if spec.dtype == tf.string:
         return ColumnPlan(name, STRING, shape=shape)
     return ColumnPlan(name, DENSE, np.dtype(spec.dtype.as_numpy_dtype), shape)
+
+
+def plan_columns(source: Any, names: Sequence[str], *, ragged: str, logical_types: bool, probe_rows: int,
+                 transform: Callable[[dict[str, Any]], Any] | None = None,
+                 output_signature: Mapping[str, Any] | None = None) -> list[ColumnPlan]:
+    """The plans of a loader's columns ``names`` of ``source`` (a :class:`petastream.source.Source`):
+    from ``output_signature`` where given; else, with a ``transform``, from its output on the
+    first ``probe_rows`` rows (its output types are only known from its output); else from the
+    column encodings and logical dtypes, probing the rows of the columns whose encoding does not
+    say (``ndarray`` without a dtype)."""
+    if output_signature is not None:
+        if not isinstance(output_signature, Mapping) or not output_signature:
+            raise InvalidArgumentTypeError(
+                "output_signature must be a non-empty dict {column: tf.TensorSpec | "
+                f"tf.RaggedTensorSpec}}, got {output_signature!r}")
+        return [plan_from_spec(str(n), s) for n, s in output_signature.items()]
+
+    def probe(columns: list[str]) -> dict[str, Any]:
+        k = min(len(source), probe_rows)
+        if k == 0:
+            raise InvalidArgumentError(
+                f"the dataset is empty, so the TensorFlow types of {columns} cannot be read from "
+                "its rows; pass output_signature={column: tf.TensorSpec(...)}")
+        return apply_logical(source.read(np.arange(k), columns), source.logical_dtypes if logical_types else {})
+
+    if transform is not None:
+        out = transform(probe(list(names)))
+        if not isinstance(out, Mapping):
+            raise InvalidArgumentTypeError(f"transform must return a dict of columns, got {type(out).__name__}")
+        return [plan_from_values(str(n), c, ragged, " (from transform)") for n, c in out.items()]
+    encodings = source.columns
+    plans = {n: plan_from_encoding(n, encodings[n], ragged) for n in names}
+    for n, dtype in (source.logical_dtypes if logical_types else {}).items():  # Spark booleans -> tf.bool
+        plan = plans.get(n)
+        if plan is not None:
+            plans[n] = dataclasses.replace(plan, dtype=np.dtype(dtype))
+    unknown = [n for n, p in plans.items() if p is None]
+    if unknown:  # e.g. 'ndarray' without a dtype: the first rows tell
+        rows = probe(unknown)
+        for n in unknown:
+            plans[n] = plan_from_values(n, rows[n], ragged, f" (encoding {encodings[n]!r})")
+    return [p for p in plans.values() if p is not None]

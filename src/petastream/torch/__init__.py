@@ -30,5 +30,6 @@ from __future__ import annotations
 from petastream.torch._convert import to_torch
 from petastream.torch._iterable import MDSIterableDataset
 from petastream.torch._loader import TorchLoader, loader, resolve_rank_world
+from petastream.torch._processes import DataLoaderExecutor
 
-__all__ = ["MDSIterableDataset", "TorchLoader", "loader", "resolve_rank_world", "to_torch"]
+__all__ = ["DataLoaderExecutor", "MDSIterableDataset", "TorchLoader", "loader", "resolve_rank_world", "to_torch"]

@@ -21,6 +21,9 @@ def to_torch(col: Any) -> Any:
         return [torch.from_numpy(np.array(col[i])) for i in range(len(col))]
     if isinstance(col, np.ndarray):
         if col.dtype == object:
+            # ndarray columns whose shards differ in rank or dtype: a tensor per row, as Ragged's
+            if len(col) and all(isinstance(v, np.ndarray) and v.dtype != object for v in col):
+                return [torch.from_numpy(np.array(v)) for v in col]
             return col.tolist()
         col = col.astype(widen_unsigned(col.dtype), copy=False)
         # Packed-record views are unaligned and strided: one contiguous copy per batch.

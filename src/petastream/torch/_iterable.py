@@ -17,19 +17,20 @@ import json
 import os
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch.utils.data
 from filelock import FileLock
 
-from petastream.errors import InvalidArgumentError
-from petastream.pipeline import PassWork
-from petastream.torch._convert import to_tensors
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.source import Source
 from petastream.torch._loader import TorchLoader
 from petastream.torch._processes import worker_slot
 
 __all__ = ["MDSIterableDataset"]
+
+_DATALOADERS = ("device", "pin_memory", "num_epochs", "worker_type", "num_workers", "prefetch")
 
 
 def _remove(paths: tuple[str, ...], owner: int) -> None:
@@ -88,21 +89,29 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
     order whatever ``num_workers``. Each iteration of the ``DataLoader`` is the next epoch;
     ``set_epoch(e)`` (as with ``DistributedSampler``) makes the next one epoch ``e``. Keep
     ``num_workers`` the same from one iteration to the next, or call ``set_epoch`` when you
-    change it. Keyword arguments are :class:`TorchLoader`'s ordering and selection ones
-    (``shuffle``, ``seed``, ``drop_last``, ``columns``, ``rank``, ``world_size``,
-    ``transform``, ...). For ``state_dict`` checkpoints and device copies handled for you, use
+    change it. The arguments are :class:`TorchLoader`'s ordering and selection ones (the
+    ``DataLoader`` takes care of workers, prefetch, pinning and epochs). For ``state_dict`` checkpoints and device copies handled for you, use
     ``TorchLoader(worker_type="process")``.
     """
 
-    def __init__(self, dataset: Any, batch_size: int = 32, **kwargs: Any):
-        for name in ("device", "pin_memory", "num_epochs", "worker_type", "num_workers", "prefetch"):
-            if name in kwargs:
+    def __init__(self, dataset: Source | str, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
+                 drop_last: bool = False, columns: Sequence[str] | None = None, rank: int | None = None,
+                 world_size: int | None = None, block_size: int | None = None, window: int | None = None,
+                 transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 dataset_options: dict[str, Any] | None = None, logical_types: bool = True,
+                 readahead: int = 2, **not_here: Any):
+        for name in not_here:  # the loader's arguments that belong to the user's DataLoader
+            if name in _DATALOADERS:
                 raise InvalidArgumentError(
                     f"MDSIterableDataset does not take {name}=: the DataLoader you wrap it in does "
                     "the epochs, workers, prefetch and pinning (DataLoader(..., batch_size=None, "
-                    "num_workers=..., pin_memory=...))"
-                )
-        self._loader = TorchLoader(dataset, batch_size, num_workers=1, **kwargs)
+                    "num_workers=..., pin_memory=...))")
+            raise InvalidArgumentTypeError(f"MDSIterableDataset got an unexpected keyword argument {name!r}")
+        self._loader = TorchLoader(dataset, batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                   columns=columns, num_workers=1, rank=rank, world_size=world_size,
+                                   block_size=block_size, window=window, transform=transform,
+                                   dataset_options=dataset_options, logical_types=logical_types,
+                                   readahead=readahead)
         self._ledger = _IterationLedger()
 
     def __len__(self) -> int:
@@ -121,7 +130,5 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         ld.driver.check_nonempty()
         w, workers = worker_slot()
         ld.planner.start_epoch(self._ledger.begin(w, workers))
-        plan = ld.planner.plan()
-        work = PassWork(ld.dataset, plan, ld.columns, ld.transform, to_tensors,
-                        ld.logical_types, *ld._reach(plan, workers))
+        work = ld.pass_work(ld.planner.plan(), workers)
         return (batch for _, batch in work(w, workers))

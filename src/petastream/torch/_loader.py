@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import BatchLoader, PassRun, PassWork
-from petastream.pipeline.threads import ThreadRun
-from petastream.stream import EpochPlan
+from petastream.pipeline.executor import Executor
+from petastream.pipeline.threads import ThreadExecutor
+from petastream.source import Source
 from petastream.torch._convert import pinning_for, to_tensors
-from petastream.torch._processes import ProcessRun
+from petastream.torch._processes import DataLoaderExecutor
 from petastream.torch._staging import DeviceRun
 
 __all__ = ["TorchLoader", "loader", "resolve_rank_world"]
+
+_WORKER_TYPES = ("thread", "process")
 
 
 def resolve_rank_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -56,56 +60,86 @@ def _check_device(device: Any) -> torch.device | None:
     return dev
 
 
-class TorchLoader(BatchLoader):
-    """:class:`~petastream.pipeline.BatchLoader` yielding ``dict[str, Tensor | list]``.
+def _pin_per_pass(device: torch.device | None) -> Callable[[PassWork], PassWork]:
+    """A work stage: the pass's decode threads pin for the CUDA device of the pass, resolved in
+    the iterating thread when the pass starts (``device="cuda"`` or ``pin_memory`` without a
+    device mean the device current there, as after ``torch.cuda.set_device(local_rank)``)."""
+    def stage(work: PassWork) -> PassWork:
+        indexed = device is not None and device.type == "cuda" and device.index is not None
+        index = device.index if indexed and device is not None else torch.cuda.current_device()
+        return dataclasses.replace(work, convert=pinning_for(index))
+    return stage
 
-    ``worker_type``: ``"thread"`` (default) or ``"process"`` (DataLoader worker processes;
-    ``multiprocessing_context`` as in ``DataLoader``, e.g. ``"spawn"``). ``device``: batches
-    arrive there, copied one batch ahead on a side stream (see
-    :mod:`petastream.torch._staging`); ``pin_memory`` defaults to True for CUDA. ``rank`` /
-    ``world_size``: see :func:`resolve_rank_world` for the defaults.
+
+def _to_device(device: torch.device) -> Callable[[PassRun], PassRun]:
+    return lambda run: DeviceRun(run, device)
+
+
+class TorchLoader(BatchLoader):
+    """A :class:`~petastream.pipeline.BatchLoader` yielding ``dict[str, Tensor | list]``.
+
+    Reading (as :class:`~petastream.pipeline.BatchLoader`):
+
+    * ``dataset``: a :class:`~petastream.source.Source` or an MDS dataset URL (opened with
+      ``dataset_options``); ``batch_size`` rows per batch and rank; ``columns`` (None: all).
+    * ``shuffle``, ``seed``, ``block_size``, ``window``: the seeded shuffle (the same for every
+      worker count, worker type and world size); ``num_epochs`` per iteration (None: forever);
+      ``drop_last``.
+    * ``rank``, ``world_size``: default from :func:`resolve_rank_world` (``torch.distributed``,
+      torchrun's environment).
+    * ``transform(batch) -> batch``: in the workers, on numpy columns; ``logical_types``:
+      logical dtypes (Spark booleans as bool); ``readahead``: chunks announced to the source.
+
+    Workers and devices:
+
+    * ``num_workers``, ``prefetch``: decode workers and items each keeps ready.
+    * ``worker_type``: ``"thread"`` (default) or ``"process"`` (``torch.utils.data.DataLoader``
+      worker processes, for a Python ``transform`` or object columns, which hold the GIL;
+      ``multiprocessing_context`` as in ``DataLoader``, e.g. ``"spawn"``).
+    * ``device``: batches arrive there, copied one batch ahead on a side stream (see
+      :mod:`petastream.torch._staging`); ``pin_memory`` defaults to True for CUDA.
+    * ``convert(batch)``: numpy columns to what is handed out, in the workers (default:
+      tensors, lists where a tensor cannot hold a column; None: numpy columns).
     """
 
-    def __init__(self, dataset: Any, batch_size: int = 32, *, device: str | torch.device | None = None,
-                 pin_memory: bool | None = None, rank: int | None = None, world_size: int | None = None,
-                 worker_type: str = "thread", multiprocessing_context: Any = None, **kwargs: Any):
-        if worker_type not in ("thread", "process"):
+    def __init__(self, dataset: Source | str, batch_size: int = 32, *, shuffle: bool = False,
+                 seed: int = 0, num_epochs: int | None = 1, drop_last: bool = False,
+                 columns: Sequence[str] | None = None, num_workers: int = 2, prefetch: int = 2,
+                 rank: int | None = None, world_size: int | None = None, block_size: int | None = None,
+                 window: int | None = None, transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 dataset_options: dict[str, Any] | None = None, logical_types: bool = True,
+                 readahead: int = 2, device: str | torch.device | None = None,
+                 pin_memory: bool | None = None, worker_type: str = "thread",
+                 multiprocessing_context: Any = None,
+                 convert: Callable[[dict[str, Any]], Any] | None = to_tensors):
+        if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be 'thread' or 'process', got {worker_type!r}")
         self.device = _check_device(device)  # before any work: a bad device fails here, clearly
         rank, world_size = resolve_rank_world(rank, world_size)
-        super().__init__(dataset, batch_size, rank=rank, world_size=world_size, **kwargs)
         cuda = self.device is not None and self.device.type == "cuda"
         self.pin_memory = cuda if pin_memory is None else bool(pin_memory) and torch.cuda.is_available()
         self.worker_type = worker_type
         self.multiprocessing_context = multiprocessing_context
-        # Threads pin as they convert (for the device of the pass, see _work); worker processes
-        # hand tensors over in shared memory and the DataLoader's pin thread pins them in this
-        # process, where CUDA lives.
-        self._pin_in_threads = self.pin_memory and worker_type == "thread"
-        self._convert = to_tensors
-
-    def _work(self, plan: EpochPlan) -> PassWork:
-        work = super()._work(plan)
-        if not self._pin_in_threads:
-            return work
-        # Resolved per pass, in the iterating thread: device="cuda" (or pin_memory without a
-        # device) means the device current there now, as after torch.cuda.set_device(local_rank).
-        indexed = self.device is not None and self.device.type == "cuda" and self.device.index is not None
-        index = self.device.index if indexed else torch.cuda.current_device()
-        return dataclasses.replace(work, convert=pinning_for(index))
-
-    def _execute(self, work: PassWork) -> PassRun:
-        if self.worker_type == "thread":
-            return ThreadRun(work, work.num_batches, self.num_workers, self.prefetch)
-        return ProcessRun(work, num_workers=self.num_workers, prefetch=self.prefetch,
-                          pin_memory=self.pin_memory, multiprocessing_context=self.multiprocessing_context)
-
-    def _stage(self, run: PassRun) -> PassRun:
-        if self.device is None or self.device.type == "cpu":
-            return run
-        return DeviceRun(run, self.device)
+        executor: Executor
+        work_stages = []
+        if worker_type == "thread":
+            executor = ThreadExecutor(num_workers, prefetch)
+            if self.pin_memory and convert is to_tensors:  # threads pin as they convert
+                work_stages.append(_pin_per_pass(self.device))
+        else:  # worker processes hand tensors over in shared memory; the DataLoader pins here
+            executor = DataLoaderExecutor(num_workers, prefetch, pin_memory=self.pin_memory,
+                                          multiprocessing_context=multiprocessing_context)
+        staged = self.device is not None and self.device.type != "cpu"
+        super().__init__(dataset, batch_size, shuffle=shuffle, seed=seed, num_epochs=num_epochs,
+                         drop_last=drop_last, columns=columns, num_workers=num_workers,
+                         prefetch=prefetch, rank=rank, world_size=world_size, block_size=block_size,
+                         window=window, transform=transform, dataset_options=dataset_options,
+                         logical_types=logical_types, readahead=readahead, convert=convert,
+                         executor=executor, work_stages=work_stages,
+                         stages=[_to_device(self.device)] if staged and self.device is not None else [])
 
 
-def loader(url_or_dataset: Any, batch_size: int = 32, **kwargs: Any) -> TorchLoader:
-    """A :class:`TorchLoader` over the MDS dataset at ``url_or_dataset``."""
+def loader(url_or_dataset: Source | str, batch_size: int = 32, **kwargs: Any) -> TorchLoader:
+    """``TorchLoader(url_or_dataset, batch_size, **kwargs)``: see :class:`TorchLoader` for every
+    argument."""
     return TorchLoader(url_or_dataset, batch_size, **kwargs)

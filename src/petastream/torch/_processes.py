@@ -19,9 +19,11 @@ from typing import Any
 
 import torch.utils.data
 
+from petastream.errors import WorkerDiedError
+from petastream.pipeline.ordered import PassOrder
 from petastream.pipeline.work import PassWork
 
-__all__ = ["PassDataset", "ProcessRun", "worker_slot"]
+__all__ = ["DataLoaderExecutor", "PassDataset", "ProcessRun", "worker_slot"]
 
 
 def worker_slot() -> tuple[int, int]:
@@ -43,16 +45,38 @@ class PassDataset(torch.utils.data.IterableDataset):
         return self.work(*worker_slot())
 
 
+class DataLoaderExecutor:
+    """The :class:`~petastream.pipeline.executor.Executor` of ``torch.utils.data.DataLoader``
+    worker processes: a DataLoader per pass (its workers start with the pass and end with it,
+    as a non-persistent DataLoader's do). ``pin_memory``: the DataLoader's pin thread pins the
+    batches here, where CUDA lives; ``multiprocessing_context`` as in ``DataLoader``."""
+
+    worker_type = "process"
+
+    def __init__(self, num_workers: int, prefetch: int, *, pin_memory: bool = False,
+                 multiprocessing_context: Any = None):
+        self.num_workers, self.prefetch = num_workers, prefetch
+        self.pin_memory, self.multiprocessing_context = pin_memory, multiprocessing_context
+
+    def run(self, work: PassWork) -> ProcessRun:
+        return ProcessRun(work, num_workers=self.num_workers, prefetch=self.prefetch,
+                          pin_memory=self.pin_memory, multiprocessing_context=self.multiprocessing_context)
+
+    def close(self) -> None:
+        pass  # nothing outlives a pass
+
+
 class ProcessRun:
     """A pass run by ``num_workers`` DataLoader worker processes, in plan order."""
 
     def __init__(self, work: PassWork, *, num_workers: int, prefetch: int, pin_memory: bool,
                  multiprocessing_context: Any = None):
-        self._n, self._t = work.num_batches, 0
+        n = work.num_batches
+        self._order = PassOrder(n, min(num_workers, n), who="DataLoader worker")
         self._it: Any = None
-        if self._n:
+        if n:
             loader = torch.utils.data.DataLoader(
-                PassDataset(work), batch_size=None, num_workers=min(num_workers, self._n),
+                PassDataset(work), batch_size=None, num_workers=min(num_workers, n),
                 prefetch_factor=prefetch, pin_memory=pin_memory,
                 multiprocessing_context=multiprocessing_context,
             )
@@ -62,25 +86,26 @@ class ProcessRun:
         return self
 
     def __next__(self) -> Any:
-        if self._it is None or self._t >= self._n:
+        order = self._order
+        if self._it is None or order.done:
             raise StopIteration
         try:
             index, batch = next(self._it)
         except StopIteration:
             self.close()
-            raise RuntimeError(f"the decode worker processes ended after {self._t} of {self._n} "
-                               "batches: their plan and the consumer's disagree") from None
+            raise order.ended_early() from None
         except BaseException as e:
             dead = self._dead_workers(wait=not isinstance(e, RuntimeError))
             self.close()
             if dead and not isinstance(e, RuntimeError):  # e.g. a reset pipe from the dead one
-                raise RuntimeError(f"DataLoader worker(s) {dead} exited unexpectedly while decoding "
-                                   f"batch {self._t} of {self._n}") from e
+                raise WorkerDiedError(f"DataLoader worker(s) {dead} exited unexpectedly while decoding "
+                                      f"batch {order.next} of {order.num_items}") from e
             raise
-        if index != self._t:
+        try:
+            order.accept(index)
+        except BaseException:
             self.close()
-            raise RuntimeError(f"decode worker returned batch {index}, expected {self._t}")
-        self._t += 1
+            raise
         return batch
 
     def _dead_workers(self, wait: bool) -> list[str]:

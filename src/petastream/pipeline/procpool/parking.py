@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import threading
 
-from petastream.pipeline.processes import PoolRun, WorkerPool, _env_key, _worker_env
+from petastream.pipeline.procpool.pool import PoolRun, WorkerPool, env_key, worker_env
 from petastream.pipeline.work import PassWork
 
 __all__ = ["ProcessExecutor", "shutdown_idle"]
 
 
 class ProcessExecutor:
-    """A loader's worker processes: a :class:`WorkerPool` taken or started on first use;
-    ``executor(work)`` runs a pass on it.
+    """A loader's worker processes (an :class:`~petastream.pipeline.executor.Executor`): a
+    :class:`WorkerPool` taken or started on first use; :meth:`run` runs a pass on it.
 
     Between passes the pool is parked (see :func:`_park`), in the environment its workers
     started in: the next pass of this loader takes it back (a pass per epoch starts no
@@ -31,6 +31,8 @@ class ProcessExecutor:
     :meth:`close`, is what bounds the processes of a loader nobody closes: a
     ``tf.data.Dataset`` keeps its Python callbacks, and with them the loader, alive for the
     rest of the program, even after ``gc.collect()``."""
+
+    worker_type = "process"
 
     def __init__(self, num_workers: int, slots: int, strings: bool = False):
         self.num_workers, self.slots, self.strings = num_workers, slots, strings
@@ -50,8 +52,18 @@ class ProcessExecutor:
             self._holding = True
             return self.pool
 
-    def __call__(self, work: PassWork) -> PoolRun:
+    def run(self, work: PassWork) -> PoolRun:
         return PoolRun(self.start(), work, work.num_items, self.strings, on_close=self._pass_ended)
+
+    def prestart(self) -> None:
+        """Take or start the pool now (starting does not wait for the workers), so that they
+        start while the caller builds the rest of its pipeline; an error starting them raises here."""
+        self.start()
+
+    def ready(self) -> bool:
+        """Whether a pass now would start at once: a pool is held (taken from the parked ones,
+        or started now, which does not wait) and all its workers have started."""
+        return self.start().ready()
 
     def _pass_ended(self, pool: WorkerPool) -> None:
         with self._lock:
@@ -97,7 +109,7 @@ def _take(pool: WorkerPool) -> bool:
     loader meanwhile, nor stopped) and this process's environment is still the one its
     workers started in."""
     key = (pool.num_workers, pool.slots, pool.env_key)
-    if pool.env_key != _env_key(_worker_env()):
+    if pool.env_key != env_key(worker_env()):
         return False
     with _parked_lock:
         entry = _parked.get(key)
@@ -112,12 +124,12 @@ def _unpark(num_workers: int, slots: int) -> WorkerPool | None:
     """A parked pool of this shape whose workers started in this process's current environment
     (one started before credentials or cache settings changed would read with the old ones)."""
     with _parked_lock:
-        entry = _parked.pop((num_workers, slots, _env_key(_worker_env())), None)
+        entry = _parked.pop((num_workers, slots, env_key(worker_env())), None)
     if entry is None:
         return None
     pool, timer = entry
     timer.cancel()
-    if pool.closed or pool.broken or any(p.poll() is not None for p in pool._procs):
+    if pool.closed or pool.broken or not pool.alive:
         pool.close()
         return None
     return pool

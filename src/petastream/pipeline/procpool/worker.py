@@ -1,4 +1,4 @@
-"""The worker process of :mod:`petastream.pipeline.processes`: ``python -m`` this module.
+"""The worker process of :mod:`petastream.pipeline.procpool.pool`: ``python -m`` this module.
 
 It imports no framework (TensorFlow stays in the loader's process; the ``convert`` it runs is
 TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader over one socket
@@ -6,15 +6,15 @@ TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader o
 
 * ``("dataset", reopen)``: ``reopen()`` opens the dataset the next passes read (kept open
   across passes; ``MDSDataset.reopener``, so with the loader's cache directory and limit);
-* ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``PassWork`` with no
-  dataset); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
+* ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``work``: a
+  ``PassWork``'s fields but its source, :meth:`~petastream.pipeline.work.PassWork.detached`); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
 * ``("arena", gen, path, slots, slot_bytes)`` or ``("arena", None, error)``: the arena asked
   for (``gen``: its id, named by the items packed in it);
 * ``("free", gen, slot)``: the loader is done with a slot of arena ``gen``;
 * ``("exit",)`` or the socket closing: leave.
 
-Messages out: ``("item", pid, index, gen, slot, layout, n)`` (parts in shared memory),
+Messages out: ``("ready", 0)`` first, once its imports are done; ``("item", pid, index, gen, slot, layout, n)`` (parts in shared memory),
 ``("inline", pid, index, item, n)`` (no arena: the item pickled), ``("grow", bytes)`` (an item
 needs a bigger arena), ``("error", pid, pickled_exc, type_name, text, traceback)``,
 ``("unloadable", pid, text)`` (the pass does not unpickle here) and ``("end", pid)``.
@@ -22,7 +22,6 @@ needs a bigger arena), ``("error", pid, pickled_exc, type_name, text, traceback)
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 import signal
 import sys
@@ -32,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from petastream.pipeline.arena import Arena, Strings, pack_strings
-from petastream.pipeline.work import BatchGroup
+from petastream.pipeline.procpool.arena import Arena, Strings, pack_strings
+from petastream.pipeline.work import BatchGroup, PassWork
 
 
 class _Stopped(Exception):
@@ -53,6 +52,7 @@ class Worker:
         self.dataset_error: Exception | None = None  # why the dataset did not open here
 
     def serve(self) -> None:
+        self.send(("ready", 0))  # (the pool's AutoExecutor decodes in threads until it comes)
         while True:
             try:
                 msg = self.conn.recv()
@@ -112,7 +112,7 @@ class Worker:
         items = None
         try:
             try:
-                work = dataclasses.replace(pickle.loads(work), dataset=self.dataset)
+                work = PassWork(self.dataset, **pickle.loads(work))
             except Exception as e:  # e.g. a transform whose module this interpreter cannot see
                 self.send(("unloadable", pid, f"{type(e).__name__}: {e}"))
                 return

@@ -1,4 +1,4 @@
-"""Parallel execution in worker processes of our own, for consumers that hold the GIL.
+"""Worker processes of our own, for consumers that hold the GIL: the pool and one pass on it.
 
 TensorFlow's eager iterator runs Python on every element and contends with decode threads for
 the GIL and the cores: on 300k 'tabular' rows the decode takes 35 ms an epoch alone and 79 ms
@@ -7,18 +7,18 @@ beside TensorFlow's iterator in one process, against 41 ms in a process of its o
 :class:`~petastream.pipeline.threads.ThreadRun`: worker ``w`` of ``W`` produces the pass's
 items ``w, w+W, ...``, taken in turn, so in plan order with no reorder buffer) in ``W``
 processes, and an item's numeric parts come back through shared memory
-(:mod:`petastream.pipeline.arena`): each worker has an arena of ``slots`` slots, sized by its
+(:mod:`petastream.pipeline.procpool.arena`): each worker has an arena of ``slots`` slots, sized by its
 first item (and grown if a later one is bigger), and an item is leased until its last view is
 gone. Should the consumer hold all but one of a worker's slots, the next item is copied out
 and its slot freed at once, so a consumer that keeps batches (a prefetch buffer, a list) cannot
 starve the worker. Parts that are Python objects (strings) and any item without an arena
 travel pickled through the socket.
 
-The processes are fresh interpreters (``python -m petastream.pipeline._worker``), not forks:
+The processes are fresh interpreters (``python -m petastream.pipeline.procpool.worker``), not forks:
 forking a process that runs TensorFlow's (or any) threads can deadlock the child, and a fresh
 interpreter does not re-run the user's ``__main__`` as ``spawn`` does. They import no
 framework. They persist across passes (a pool per loader; the dataset is sent once and stays
-open in them), parked between passes for the next one (:mod:`petastream.pipeline.parking`).
+open in them), parked between passes for the next one (:mod:`petastream.pipeline.procpool.parking`).
 The processes end with the pool's close, its collection or the end of the program, and by
 themselves when this process goes (their socket closes).
 
@@ -30,7 +30,6 @@ within ``_LIVENESS_S`` with its exit code, and the pool is replaced at the next 
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 import os
@@ -44,11 +43,12 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from petastream.errors import InvalidArgumentError
-from petastream.pipeline.arena import Arena, ArenaError, copy_parts, unlink
+from petastream.errors import InvalidArgumentError, PipelineError, WorkerDiedError
+from petastream.pipeline.ordered import PassOrder
+from petastream.pipeline.procpool.arena import Arena, ArenaError, copy_parts, unlink
 from petastream.pipeline.work import BatchGroup, PassWork
 
-__all__ = ["PoolRun", "WorkerDiedError", "WorkerPool", "processes_fit"]
+__all__ = ["PoolRun", "WorkerDiedError", "WorkerPool", "env_key", "worker_env"]
 
 log = logging.getLogger("petastream.pipeline")
 
@@ -57,19 +57,7 @@ _EXIT_S = 5.0  # how long close() waits for a worker to exit before killing it
 _GROW = 1.25  # an arena's slots have room for this many times the item that asked for it
 
 
-def processes_fit(transform: Any, num_workers: int) -> bool:
-    """Whether decoding in worker processes changes nothing a caller can see, so that a
-    loader may choose them by itself: no user code runs in the workers (no ``transform``),
-    two workers or more (one process beside the consumer gains little over one thread), and a
-    POSIX system (the workers get their socket by inheritance)."""
-    return transform is None and num_workers >= 2 and os.name == "posix"
-
-
-class WorkerDiedError(RuntimeError):
-    """A worker process exited while it owed items."""
-
-
-def _worker_env() -> dict[str, str]:
+def worker_env() -> dict[str, str]:
     """The environment a worker starts with: this process's (credentials, cache settings), and
     its import path (the worker imports what this process can: petastream, a transform's module)."""
     env = dict(os.environ)
@@ -77,7 +65,7 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _env_key(env: dict[str, str]) -> int:
+def env_key(env: dict[str, str]) -> int:
     return hash(tuple(sorted(env.items())))
 
 
@@ -85,7 +73,7 @@ def _spawn(env: dict[str, str]) -> tuple[subprocess.Popen, Connection]:
     parent, child = socket.socketpair()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "petastream.pipeline._worker", str(child.fileno())],
+            [sys.executable, "-m", "petastream.pipeline.procpool.worker", str(child.fileno())],
             pass_fds=(child.fileno(),), env=env, stdin=subprocess.DEVNULL)
     finally:
         child.close()
@@ -128,8 +116,8 @@ class WorkerPool:
         # Ends the workers when the pool is closed or collected, or the program exits; set up
         # before they start, so that a failed start leaves none behind.
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._arenas)
-        env = _worker_env()
-        self.env_key = _env_key(env)  # a parked pool serves only loaders in the same environment
+        env = worker_env()
+        self.env_key = env_key(env)  # a parked pool serves only loaders in the same environment
         for _ in range(num_workers):
             proc, conn = _spawn(env)
             self._procs.append(proc)
@@ -142,6 +130,12 @@ class WorkerPool:
         self._pid = 0
         self._opened: Any = None  # what opened the dataset the workers hold
         self.broken: str | None = None  # why the pool cannot run another pass
+        self._ready = [False] * num_workers  # each worker's ("ready", 0) came: its imports are done
+
+    @property
+    def alive(self) -> bool:
+        """Whether every worker process is still running."""
+        return all(p.poll() is None for p in self._procs)
 
     @property
     def closed(self) -> bool:
@@ -150,6 +144,20 @@ class WorkerPool:
     def close(self) -> None:
         """Stop the workers (they exit at their next message) and free the arenas."""
         self._finalizer()
+
+    def ready(self) -> bool:
+        """Whether every worker has started (imported what it runs): a pass now would not wait
+        for their start. Call it between passes only (it reads the workers' first message)."""
+        for w, conn in enumerate(self._conns):
+            if not self._ready[w]:
+                try:
+                    if not conn.poll(0):
+                        return False
+                    msg = conn.recv()  # a worker's first message is ("ready", 0)
+                except (EOFError, OSError):
+                    return False  # dead: the pass that takes the pool reports it
+                self._ready[w] = msg[0] == "ready"
+        return True
 
     # -- messages -----------------------------------------------------------------------------
     def _send(self, w: int, msg: tuple[Any, ...]) -> None:
@@ -161,11 +169,11 @@ class WorkerPool:
 
     def start_pass(self, work: PassWork, strings: bool = False) -> int:
         """Send a pass to every worker; returns its id. ``strings``: str/bytes parts come as
-        :class:`~petastream.pipeline.arena.Strings` in shared memory, not pickled objects."""
+        :class:`~petastream.pipeline.procpool.arena.Strings` in shared memory, not pickled objects."""
         if self.broken:
-            raise RuntimeError(self.broken)
+            raise PipelineError(self.broken)
         try:
-            payload = _pickle_pass(dataclasses.replace(work, dataset=None))
+            payload = _pickle_pass(work.detached())
         except Exception as e:
             raise InvalidArgumentError(
                 f"worker_type='process' sends each pass to fresh worker processes, and this one "
@@ -201,7 +209,9 @@ class WorkerPool:
                 msg = conn.recv()
             except (EOFError, OSError):
                 self._died(w)
-            if msg[0] == "grow":
+            if msg[0] == "ready":
+                self._ready[w] = True
+            elif msg[0] == "grow":
                 self._grow(w, msg[1])
             elif msg[1] == pid:
                 return msg
@@ -241,7 +251,7 @@ class WorkerPool:
         with self._lock:
             arenas = self._arenas[w]
             if gen not in arenas:
-                raise RuntimeError(f"decode worker {w} sent an item in arena {gen}, which this pool "
+                raise PipelineError(f"decode worker {w} sent an item in arena {gen}, which this pool "
                                    f"does not hold (it holds {sorted(arenas)})")
             for old in [g for g in arenas if g < gen]:  # the worker has moved on from these
                 del arenas[old]
@@ -277,7 +287,8 @@ class PoolRun:
 
     def __init__(self, pool: WorkerPool, work: PassWork, num_items: int, strings: bool = False,
                  on_close: Callable[[WorkerPool], None] | None = None):
-        self._pool, self._n, self._t = pool, num_items, 0
+        self._pool, self._n = pool, num_items
+        self._order = PassOrder(num_items, pool.num_workers)
         self._closed = False
         self._close_lock = threading.Lock()
         self._on_close = on_close  # told when the pass is over: the pool is free again
@@ -292,10 +303,10 @@ class PoolRun:
         return self
 
     def __next__(self) -> Any:
-        if self._closed or self._t >= self._n:
+        order, pool = self._order, self._pool
+        if self._closed or order.done:
             raise StopIteration
-        t, pool = self._t, self._pool
-        w = t % pool.num_workers
+        w = order.worker
         try:
             msg = pool.receive(w, self._pid)
         except BaseException:
@@ -314,16 +325,16 @@ class PoolRun:
                 "reader_pool_type='thread')")
         if kind == "end":
             self.close()
-            raise RuntimeError(f"decode worker {w} of {pool.num_workers} finished without batch {t} "
-                               f"of {self._n}: its plan and the consumer's disagree")
-        if msg[2] != t:
+            raise order.ended_early()
+        try:
+            order.accept(msg[2])
+        except BaseException:
             self.close()
-            raise RuntimeError(f"decode worker {w} returned item {msg[2]}, expected {t}")
+            raise
         if kind == "item":
             parts, n = pool.views(w, *msg[3:6]), msg[6]
         else:  # "inline"
             parts, n = msg[3], msg[4]
-        self._t += 1
         return BatchGroup(parts, n) if n is not None else parts
 
     def close(self) -> None:
@@ -331,7 +342,7 @@ class PoolRun:
             if self._closed:
                 return
             self._closed = True
-        if self._t < self._n and not self._pool.closed and self._pid:
+        if not self._order.done and not self._pool.closed and self._pid:
             self._pool.stop_pass(self._pid)
         if self._on_close is not None:
             self._on_close(self._pool)
@@ -348,7 +359,7 @@ class _PassPickler(pickle.Pickler):
         return NotImplemented
 
 
-def _pickle_pass(work: PassWork) -> bytes:
+def _pickle_pass(work: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
     _PassPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(work)
     return buf.getvalue()
@@ -372,7 +383,7 @@ def _rebuild(w: int, blob: bytes | None, type_name: str, text: str, tb: str) -> 
         except Exception:
             exc = None
     if exc is None:
-        exc = RuntimeError(f"{type_name}: {text}")
+        exc = PipelineError(f"{type_name}: {text}")
     if hasattr(exc, "add_note"):
         exc.add_note(f"Raised in decode worker process {w}:\n{tb}")
     return exc

@@ -1,0 +1,128 @@
+"""One shuffled epoch into PyTorch batches of 1024 over a Parquet directory, vs the in-memory floor.
+
+Workloads: 'tabular' and 'binary' (:mod:`benchmarks.workloads`), the Parquet copy that
+``prepare`` writes for Spark (one file, row groups of 65,536 rows, ``features`` as
+``list<float>``, read as fixed-size with ``array_lengths={"features": 16}``). Rows:
+
+* floor: numpy permutation + gather + ``torch.from_numpy`` over arrays in memory
+  (:func:`petastream.bench.torch_floor`, as ``torch_epoch``);
+* ``ParquetSource`` + ``petastream.torch.loader`` (1 and 2 decode threads): one loader built
+  once, iterated once per epoch (warm-up, then best of 3), as ``torch_epoch`` measures MDS;
+* ``ParquetSource`` decode path, one thread: the loader's own plan (``StreamPlanner``, default
+  block and window), each chunk read with ``pipeline.decode.read_chunk`` after announcing the
+  next chunks' shards to the source, batches sliced and turned into tensors: what a decode
+  worker does, without the loader around it;
+* the same decode path, and ``torch.loader`` with 2 threads, over the MDS copy of the same
+  rows, for reference.
+
+``python -m benchmarks.parquet_epoch --rows 200000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness import Floor, Result, epoch_result, report, save
+from benchmarks.workloads import WORKLOADS, make_data, prepare
+from petastream import bench
+
+NAME = "parquet_epoch"
+BATCH = 1024
+FLOOR = "floor: numpy perm+gather+from_numpy"
+OPTIONS = {"array_lengths": {"features": 16}}
+
+__all__ = ["NAME", "FLOOR", "run"]
+
+
+def _tensors(batch: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    # Packed-record views of MDS columns are strided: one contiguous copy, as the torch adapter does.
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.dtype != object else list(v)
+            for k, v in batch.items()}
+
+
+def decode_epochs(open_source: Callable[[], Any], seed: int = 1) -> Callable[[], tuple[int, float]]:
+    """Epochs of the decode path (see the module doc); the source is opened by the first call."""
+    from petastream.pipeline.decode import read_chunk, slice_columns
+    from petastream.stream import StreamPlanner
+
+    state: dict[str, Any] = {}
+
+    def epoch() -> tuple[int, float]:
+        t = time.perf_counter()
+        if not state:
+            state["src"] = src = open_source()
+            state["planner"] = StreamPlanner(src.shard_sizes, BATCH, shuffle=True, seed=seed)
+        src, planner = state["src"], state["planner"]
+        chunks = list(planner.begin_pass().chunks(max_samples=1 << 16, first_samples=1 << 13))
+        rows = 0
+        for k, chunk in enumerate(chunks):
+            src.prefetch([s for c in chunks[k:k + 3] for s in c.shards_in_need_order()])
+            block = read_chunk(src, chunk)
+            for i in range(chunk.num_batches):
+                a, b = int(chunk.bounds[i]), int(chunk.bounds[i + 1])
+                _tensors(slice_columns(block, a, b))
+                rows += b - a
+            planner.advance(chunk.num_batches)
+        src.close()
+        return rows, time.perf_counter() - t
+
+    return epoch
+
+
+def loader_epochs(source: Callable[[], Any], workers: int) -> Callable[[], tuple[int, float]]:
+    def build() -> Any:
+        from petastream.torch import loader
+
+        return loader(source(), BATCH, shuffle=True, seed=1, num_workers=workers, rank=0, world_size=1)
+
+    return bench._epochs(build, None)
+
+
+def run(args: argparse.Namespace) -> list[Result]:
+    from petastream.mds.dataset import MDSDataset
+    from petastream.parquet import ParquetSource
+
+    results = []
+    n = args.rows
+    for workload in WORKLOADS:
+        data = make_data(workload, n)
+        paths = prepare(workload, n, data)
+        name = f"{NAME}/{workload}"
+        base = Floor(functools.partial(lambda d: bench.torch_floor(d, BATCH)[1], data))
+        parquet = functools.partial(ParquetSource, paths["parquet"], **OPTIONS)
+        rows = []
+        for workers in (1, 2):
+            rows.append(epoch_result(name, f"ParquetSource + torch.loader, {workers} thread(s)", n,
+                                     loader_epochs(parquet, workers)))
+            base.again()
+        rows.append(epoch_result(name, "ParquetSource decode path, 1 thread", n, decode_epochs(parquet)))
+        base.again()
+        rows.append(epoch_result(name, "MDS decode path, 1 thread (reference)", n,
+                                 decode_epochs(functools.partial(MDSDataset, paths["mds"]))))
+        base.again()
+        rows.append(epoch_result(name, "MDS + torch.loader, 2 threads (reference)", n,
+                                 loader_epochs(functools.partial(MDSDataset, paths["mds"]), 2)))
+        base.again()
+        results += [base.result(name, FLOOR, n), *rows]
+    return results
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=200_000)
+    args = p.parse_args()
+    results = run(args)
+    print(report(results, FLOOR))
+    print(f"saved {save(NAME, results)}")
+
+
+if __name__ == "__main__":
+    main()

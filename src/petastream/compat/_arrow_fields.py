@@ -1,0 +1,104 @@
+"""Unischema fields inferred from an Arrow schema (``Unischema.from_arrow_schema``).
+
+For Parquet datasets Petastorm did not write: every supported column becomes a codec-less field
+(scalars, or shape ``(None,)`` for a list column), hive partition keys come first as string or
+int64 fields, as in Petastorm. Beyond Petastorm's table, unsigned 16/32/64-bit integers, float16
+and the ``large_`` string/binary/list types are mapped too (Petastorm drops those columns with a
+warning).
+"""
+
+from __future__ import annotations
+
+import warnings
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from petastream.compat.unischema import UnischemaField
+from petastream.errors import InvalidArgumentTypeError
+
+__all__ = ["unischema_fields_from_arrow", "numpy_type_from_arrow"]
+
+
+def numpy_type_from_arrow(arrow_type: pa.DataType) -> Any:
+    """The ``numpy_dtype`` of a field stored as ``arrow_type`` (a list: its element's)."""
+    t = pa.types
+    if pa.types.is_dictionary(arrow_type):
+        return numpy_type_from_arrow(arrow_type.value_type)
+    if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
+        return numpy_type_from_arrow(arrow_type.value_type)
+    if t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_boolean(arrow_type):
+        return arrow_type.to_pandas_dtype()
+    if t.is_string(arrow_type) or t.is_large_string(arrow_type):
+        return np.str_
+    if t.is_decimal(arrow_type):
+        return Decimal
+    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type) or t.is_fixed_size_binary(arrow_type):
+        return np.bytes_
+    if t.is_date(arrow_type) or t.is_timestamp(arrow_type):
+        return np.datetime64
+    raise ValueError(f"Cannot auto-create unischema due to unsupported column type {arrow_type}")
+
+
+def _arrow_schema(dataset: Any) -> pa.Schema:
+    if isinstance(dataset, pa.Schema):
+        return dataset
+    schema = getattr(dataset, "schema", None)
+    if hasattr(schema, "to_arrow_schema"):  # pyarrow's legacy ParquetDataset: a ParquetSchema
+        schema = schema.to_arrow_schema()
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentTypeError(f"from_arrow_schema: expected a pyarrow.Schema or a dataset with one, "
+                                       f"got {type(dataset).__name__}")
+    return schema
+
+
+def _partition_fields(dataset: Any) -> list[tuple[str, pa.DataType]]:
+    partitioning = getattr(dataset, "partitioning", None)
+    if partitioning is not None and getattr(partitioning, "schema", None) is not None:
+        # A discovered hive partitioning may list fields that are not directories: keep those
+        # the files' directories name (``key=value``).
+        files = list(getattr(dataset, "files", None) or [])
+        keys = {part.split("=", 1)[0] for part in files[0].split("/")[:-1] if "=" in part} if files else set()
+        return [(f.name, f.type) for f in partitioning.schema if f.name in keys]
+    legacy = getattr(dataset, "partitions", None)  # pyarrow's legacy ParquetPartitions
+    return [(p.name, p.dictionary.type) for p in (legacy or [])]
+
+
+def unischema_fields_from_arrow(dataset: Any, omit_unsupported_fields: bool = True) -> list[UnischemaField]:
+    schema = _arrow_schema(dataset)
+    fields = []
+    partition_names = set()
+    for name, arrow_type in _partition_fields(dataset):
+        value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+        if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
+            numpy_dtype: Any = np.str_
+        elif pa.types.is_integer(value_type):
+            numpy_dtype = np.int64
+        else:
+            raise RuntimeError("Expected partition type to be one of currently supported types: string or "
+                               f"int64. Got {arrow_type}")
+        fields.append(UnischemaField(name, numpy_dtype, (), None, False))
+        partition_names.add(name)
+    for arrow_field in schema:
+        if arrow_field.name in partition_names:
+            continue
+        arrow_type, shape = arrow_field.type, ()
+        if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
+            inner = arrow_type.value_type
+            if pa.types.is_nested(inner):
+                warnings.warn(f"[ARROW-1644] Ignoring unsupported structure {arrow_type!r} for field "
+                              f"{arrow_field.name!r}", stacklevel=3)
+                continue
+            shape = (None,)
+        try:
+            numpy_dtype = numpy_type_from_arrow(arrow_type)
+        except ValueError:
+            if not omit_unsupported_fields:
+                raise
+            warnings.warn(f"Column {arrow_field.name!r} has an unsupported field {arrow_type!r}. Ignoring...",
+                          stacklevel=3)
+            continue
+        fields.append(UnischemaField(arrow_field.name, numpy_dtype, shape, None, arrow_field.nullable))
+    return fields

@@ -1,0 +1,81 @@
+"""PNG/JPEG bytes of ``CompressedImageCodec``, with Pillow (the ``images`` extra).
+
+Petastorm uses OpenCV: it writes an (H, W, 3) RGB array by handing OpenCV the channels reversed
+(OpenCV expects BGR), so the file is an ordinary RGB image, and reads with
+``cv2.IMREAD_UNCHANGED`` then reverses the channels back. What that yields, and so what this
+module yields: (H, W) for a grey file (uint8, or uint16 for a 16-bit PNG), (H, W, 3) uint8 RGB for a
+colour or palette file; a file with an alpha channel is refused, as Petastorm refuses it.
+"""
+
+from __future__ import annotations
+
+from io import BytesIO
+from typing import Any
+
+import numpy as np
+
+from petastream._extras import require
+from petastream.errors import EncodingError
+
+__all__ = ["encode", "decode"]
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_SHAPES = "Unexpected image dimensions. Supported dimensions are (H, W) or (H, W, 3). Got {}"
+
+
+def _image_module() -> Any:
+    return require("PIL.Image", "CompressedImageCodec")
+
+
+def encode(value: np.ndarray, image_codec: str, quality: int, field: str) -> bytes:
+    """The ``image_codec`` ('png' or 'jpeg') file of an (H, W) or (H, W, 3) array."""
+    if value.ndim not in (2, 3) or (value.ndim == 3 and value.shape[2] != 3):
+        raise ValueError(_SHAPES.format(value.shape))
+    if value.dtype != np.uint8 and not (value.dtype == np.uint16 and value.ndim == 2 and image_codec == "png"):
+        raise EncodingError(
+            f"field {field!r}: CompressedImageCodec({image_codec!r}) of a {value.dtype} "
+            f"{'grey' if value.ndim == 2 else 'colour'} image is not supported here (Pillow writes "
+            "uint8 images, and 16-bit grey PNG); store it with NdarrayCodec or CompressedNdarrayCodec")
+    Image = _image_module()
+    image = Image.fromarray(np.ascontiguousarray(value))
+    out = BytesIO()
+    if image_codec == "png":
+        image.save(out, format="PNG")
+    elif image_codec in ("jpeg", "jpg"):
+        image.save(out, format="JPEG", quality=int(quality))
+    else:
+        raise EncodingError(f"field {field!r}: image_codec {image_codec!r} is not supported; "
+                            "use 'png' or 'jpeg'")
+    return out.getvalue()
+
+
+def _png_depth_and_colour(data: bytes | memoryview) -> tuple[int, int] | None:
+    """(bit depth, colour type) from a PNG's IHDR chunk, or None if ``data`` is not a PNG."""
+    if bytes(data[:8]) != _PNG_MAGIC or len(data) < 26:
+        return None
+    return data[24], data[25]
+
+
+def decode(data: bytes | memoryview, field: str) -> np.ndarray:
+    """The array OpenCV's decode (as Petastorm calls it) gives for a PNG/JPEG file."""
+    png = _png_depth_and_colour(data)
+    if png is not None and png[0] == 16 and png[1] != 0:
+        # Pillow reads 16-bit colour PNG as 8-bit: refuse rather than return other pixels.
+        raise EncodingError(f"field {field!r}: a 16-bit colour PNG cannot be decoded without "
+                            "losing precision here (Pillow reads it as 8-bit); re-encode the images "
+                            "as 8-bit or store them with NdarrayCodec")
+    Image = _image_module()
+    with Image.open(BytesIO(bytes(data))) as image:
+        mode = image.mode
+        if mode in ("RGBA", "LA", "PA", "RGBa", "La") or (mode == "P" and "transparency" in image.info):
+            raise ValueError(_SHAPES.format((image.height, image.width, 4)))
+        if mode in ("1", "L"):
+            arr = np.asarray(image.convert("L"))
+        elif mode.startswith("I;16") or (mode == "I" and png is not None and png[0] == 16):
+            arr = np.asarray(image).astype(np.uint16)
+        elif mode in ("RGB", "P", "CMYK", "YCbCr"):
+            arr = np.asarray(image.convert("RGB"))
+        else:
+            raise EncodingError(f"field {field!r}: image mode {mode!r} is not supported; "
+                                "CompressedImageCodec stores grey or RGB images")
+    return np.array(arr)  # writable and owned, as OpenCV's result is

@@ -1,0 +1,74 @@
+"""What ``InMemBatchedDataLoader`` holds: up to ``rows_capacity`` rows of a reader, read once.
+
+As Petastorm's: rows are read in the reader's order (its shuffle, shard, epochs and
+``TransformSpec``) until there are ``rows_capacity`` of them (an endless reader,
+``num_epochs=None``, wraps into its next epoch, so rows may repeat), the reader is then stopped
+and joined, and each numeric column goes through ``transform_fn`` as numpy: booleans as uint8,
+uint16/uint32 widened to int32/int64 (Petastorm's promotions for torch). Unlike Petastorm, a
+``str``/``bytes``/decimal column is kept as a list and a variable-length array column as a list
+of tensors (Petastorm raises ``TypeError``); ``transform_fn`` does not see them.
+
+``transform_fn`` runs once per column on all the loaded rows, where Petastorm ran it on each row
+group it read before copying the results into one tensor: the same tensors for any per-value
+function (``torch.as_tensor``, ``torch.from_numpy``, a dtype cast), without the copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from petastream.compat.reader import _ROWS_PER_ITEM, _STOPPED
+from petastream.mds.columns import concat_columns, widen_unsigned
+from petastream.mds.ndarray import Ragged
+from petastream.pipeline import BatchLoader
+from petastream.torch import to_torch
+
+__all__ = ["load_rows"]
+
+
+def _first_rows(col: Any, n: int) -> Any:
+    if len(col) <= n:
+        return col
+    return col.take(np.arange(n)) if isinstance(col, Ragged) else col[:n]
+
+
+def _column(col: Any, transform_fn: Callable[[Any], Any]) -> Any:
+    if isinstance(col, np.ndarray) and col.dtype.kind in "biufc":
+        # Petastorm's promotions before transform_fn: torch has no arithmetic on bool and few
+        # ops on wide unsigned ints.
+        col = col.astype(np.uint8 if col.dtype == np.bool_ else widen_unsigned(col.dtype), copy=False)
+        return transform_fn(col)
+    if isinstance(col, np.ndarray):
+        return col.tolist()  # str, bytes, Decimal values
+    return to_torch(col)  # variable-length arrays: a list of tensors
+
+
+def load_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: int) -> dict[str, Any]:
+    """The first ``rows_capacity`` rows of ``reader`` (fewer if it ends first), as columns in the
+    reader's order; the reader is stopped and joined afterwards, as Petastorm's loader does."""
+    if reader.stopped:
+        raise RuntimeError(_STOPPED)
+    # The reader's own plan (what iterating it reads), with the stored dtypes the torch loaders
+    # use (logical_types=False: timestamps as int64, not datetime64 that torch cannot hold).
+    loader = BatchLoader(reader.dataset, logical_types=False,
+                         **reader.loader_kwargs(min(rows_capacity, _ROWS_PER_ITEM)))
+    parts: list[dict[str, Any]] = []
+    loaded = 0
+    batches: Generator[dict[str, Any], None, None] = iter(loader)  # type: ignore[assignment]
+    try:
+        for batch in batches:
+            take = min(len(next(iter(batch.values()))), rows_capacity - loaded)
+            parts.append({name: _first_rows(col, take) for name, col in batch.items()})
+            loaded += take
+            if loaded >= rows_capacity:
+                break
+    finally:
+        batches.close()  # an endless reader: stop its decode workers now, not at garbage collection
+    reader.stop()
+    reader.join()
+    columns = concat_columns(parts)
+    # In the reader's column order (after its TransformSpec), the keys of Petastorm's row dicts.
+    return {name: _column(columns[name], transform_fn) for name in reader.schema_fields}

@@ -1,0 +1,191 @@
+"""Which Parquet files a URL names: one file, a directory (Hive partitions included), or a list.
+
+Directories are discovered by :func:`pyarrow.dataset.dataset` with ``partitioning="hive"``, so
+a petastream read sees exactly the files and partition columns a pyarrow (or Spark) read does:
+names starting with ``_`` or ``.`` are skipped at every level (Spark's ``_SUCCESS``,
+``_temporary/``, ``.crc`` files, ``_metadata`` and ``_common_metadata`` summaries);
+``key=value`` directories become columns, their values URL-decoded, typed as pyarrow infers
+them (``int32`` when every value is an integer, else ``string``), ``__HIVE_DEFAULT_PARTITION__``
+read as null. A file given by name is read whatever its name, and has no partition columns.
+
+Each file is recorded with what identifies its bytes (:attr:`ParquetFileRef.tag`): size,
+modification time and inode locally; size and ETag (or generation) on object stores, from one
+recursive listing per directory. Cache keys and the source's fingerprint are built from them,
+so a rewritten file is never read from a stale cached copy.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from petastream.errors import (
+    DatasetNotFoundError,
+    FormatError,
+    InvalidArgumentTypeError,
+    StorageError,
+)
+from petastream.mds.storage import Location, remote_tag, resolve
+
+__all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing"]
+
+
+@dataclass(frozen=True)
+class ParquetFileRef:
+    """One Parquet file of a source."""
+
+    #: Where it is, for messages and cache keys.
+    url: str
+    #: Its path on its root's filesystem (absolute locally).
+    path: str
+    #: Index of its root in :attr:`Discovery.roots`.
+    root: int
+    size: int
+    #: What identifies this version of its bytes (see the module doc).
+    tag: str
+    #: Hive partition values (``None``: the null partition), in the partition schema's order.
+    partition: tuple[Any, ...] = ()
+
+
+@dataclass
+class Discovery:
+    """The files of a source, and the partition columns their directories add."""
+
+    roots: list[Location]
+    files: list[ParquetFileRef]
+    #: Partition fields (name, Arrow type), appended after the files' own columns.
+    partition_fields: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def as_url_list(url_or_urls: Any) -> list[str]:
+    """``url_or_urls`` as a non-empty list of strings (paths, ``PathLike``s or URLs)."""
+    if isinstance(url_or_urls, (str, os.PathLike)):
+        items: Sequence[Any] = [url_or_urls]
+    elif isinstance(url_or_urls, Sequence) and not isinstance(url_or_urls, (bytes, bytearray)):
+        items = url_or_urls
+    else:
+        raise InvalidArgumentTypeError(
+            f"a Parquet source takes a path or URL, or a list of them, got {type(url_or_urls).__name__}")
+    urls = [os.fspath(u) for u in items]
+    if not urls or not all(isinstance(u, str) and u for u in urls):
+        raise InvalidArgumentTypeError(f"a Parquet source needs non-empty paths or URLs, got {url_or_urls!r}")
+    return urls
+
+
+def discover(url_or_urls: Any, storage_options: dict | None = None) -> Discovery:
+    """The Parquet files ``url_or_urls`` names, in a fixed order (each URL's files sorted by
+    path, the URLs in the order given); see the module doc."""
+    roots: list[Location] = []
+    files: list[ParquetFileRef] = []
+    partitions: list[tuple[str, Any]] | None = None
+    partition_source = ""
+    for url in as_url_list(url_or_urls):
+        loc = resolve(url, storage_options)
+        if not loc.exists():
+            raise DatasetNotFoundError(f"no Parquet file or directory at {loc.url}")
+        roots.append(loc)
+        found, fields = (_directory(loc, len(roots) - 1) if loc.isdir() else ([_single(loc, len(roots) - 1)], []))
+        if not found:
+            raise DatasetNotFoundError(
+                f"no Parquet files under {loc.url} (names starting with '_' or '.' are skipped, "
+                "as Spark and pyarrow do)")
+        if partitions is None:
+            partitions, partition_source = fields, loc.url
+        elif _names_types(fields) != _names_types(partitions):
+            raise FormatError(
+                f"{loc.url} has partition columns {_describe(fields)}, {partition_source} has "
+                f"{_describe(partitions)}; read them separately, or pass URLs with the same partitioning")
+        files += found
+    seen: dict[str, str] = {}
+    for f in files:
+        key = f"{f.root}:{f.path}" if not roots[f.root].is_local else f.path
+        if key in seen:
+            raise FormatError(f"{f.url} is listed twice (also as {seen[key]}); pass each file once")
+        seen[key] = f.url
+    return Discovery(roots, files, partitions or [])
+
+
+def _names_types(fields: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    return [(n, str(t)) for n, t in fields]
+
+
+def _describe(fields: list[tuple[str, Any]]) -> str:
+    return "{" + ", ".join(f"{n}: {t}" for n, t in fields) + "}" if fields else "none"
+
+
+def _pyarrow_fs(loc: Location) -> Any:
+    return None if loc.is_local else loc.fs  # pyarrow wraps an fsspec filesystem itself
+
+
+def _directory(loc: Location, root: int) -> tuple[list[ParquetFileRef], list[tuple[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    try:
+        dataset = ds.dataset(loc.path, filesystem=_pyarrow_fs(loc), format="parquet", partitioning="hive")
+    except (pa.ArrowInvalid, OSError) as e:
+        raise FormatError(f"cannot read {loc.url} as a Parquet directory: {e}") from e
+    frags = [(frag, _relative(loc, frag.path)) for frag in dataset.get_fragments()]
+    # The partition fields are the keys of the key=value directories. (Not all of
+    # partitioning.schema: some pyarrow versions list the files' columns there too.)
+    keys_seen = {part.split("=", 1)[0] for _, rel in frags for part in rel.split("/")[:-1] if "=" in part}
+    schema = dataset.partitioning.schema if dataset.partitioning is not None else None
+    fields = [(f.name, f.type) for f in (schema or [])
+              if f.name in keys_seen] if schema is not None else []
+    tags = listing(loc)
+    out = []
+    for frag, rel in frags:
+        keys = ds.get_partition_keys(frag.partition_expression)
+        size, tag = tags(frag.path)
+        out.append(ParquetFileRef(loc.child_url(rel), frag.path, root, size, tag,
+                                  tuple(keys.get(name) for name, _ in fields)))
+    out.sort(key=lambda f: f.path)
+    return out, fields
+
+
+def _single(loc: Location, root: int) -> ParquetFileRef:
+    size, tag = listing(loc, single=True)(loc.path)
+    return ParquetFileRef(loc.url, loc.path, root, size, tag)
+
+
+def _relative(loc: Location, path: str) -> str:
+    base = loc.path.rstrip("/\\")
+    rel = path[len(base):] if path.startswith(base) else path
+    return rel.replace(os.sep, "/").lstrip("/") if loc.is_local else rel.lstrip("/")
+
+
+def listing(loc: Location, single: bool = False) -> Callable[[str], tuple[int, str]]:
+    """``path -> (size, tag)`` for the files under ``loc`` (or the file ``loc``, ``single``):
+    one recursive listing on an object store (fresh: its listing cache is bypassed), a stat per
+    file locally."""
+    if loc.is_local:
+        def local(path: str) -> tuple[int, str]:
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                raise StorageError(f"cannot stat {path}: {e}") from e
+            return st.st_size, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        return local
+    fs = loc.fs
+    try:
+        fs.invalidate_cache(loc.path)  # a fresh listing: the versions read now
+    except Exception:  # noqa: BLE001 - not every filesystem keeps a listing cache
+        pass
+    try:
+        infos = {loc.path: fs.info(loc.path)} if single else fs.find(loc.path, detail=True)
+    except OSError as e:
+        raise StorageError(f"cannot list {loc.url}: {e}") from e
+    by_path = {posixpath.normpath(p.rstrip("/")): info for p, info in infos.items()}
+
+    def remote(path: str) -> tuple[int, str]:
+        info = by_path.get(posixpath.normpath(path.rstrip("/")))
+        if info is None:
+            try:
+                info = fs.info(path)
+            except OSError as e:
+                raise StorageError(f"cannot stat {loc.url}: {path}: {e}") from e
+        return int(info["size"]), remote_tag(info)  # as MDS shards are tagged
+    return remote

@@ -1,0 +1,309 @@
+"""A Parquet source's layout, decided once at open: files, row groups kept, shards, columns.
+
+Everything a reader needs after open is in :class:`Plan`, a small picklable value: worker
+processes and unpickled copies take it as is (after a listing checks that no file changed)
+instead of reading every footer again and re-applying the filters.
+
+Shards are the row groups that hold rows after filtering (empty ones are dropped), each cut
+into slices of at most ``rows_per_shard`` rows (near-equal sizes) when given. A row group is
+the unit a read loads and decodes (:class:`Unit`); the slices of one row group share its load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import FormatError, InvalidArgumentError
+from petastream.mds.storage import Location
+from petastream.parquet.convert import NullValuesError
+from petastream.parquet.discover import Discovery, ParquetFileRef, listing
+from petastream.parquet.filters import partition_expression, select
+from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
+from petastream.parquet.types import ColumnSpec, column_specs, spec_for
+
+__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "check_unchanged", "FETCH_MODES"]
+
+FETCH_MODES = ("auto", "file", "row_group")
+_PARALLEL = 16  # files planned at once when some are remote
+_OBJECT_BYTES = 64  # memory a Python object (str, bytes, Decimal, list) adds per value
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    ref: ParquetFileRef
+    #: Bytes of its footer (``<metadata> <length> PAR1``) and their hash (checked on fill).
+    footer_bytes: int
+    footer_digest: str
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One row group that holds rows after filtering: what a read loads and decodes at once."""
+
+    file: int
+    row_group: int
+    #: Rows kept, and rows the row group holds.
+    rows: int
+    total_rows: int
+    #: ``numpy.packbits`` of the rows kept (None: all of them).
+    mask: bytes | None
+    #: File byte ranges ``(start, stop)`` of the column chunks read (adjacent ones merged).
+    ranges: tuple[tuple[int, int], ...]
+    #: Uncompressed bytes of the columns read, for the rows kept (from the footer's sizes).
+    stored: int
+    #: Memory the loaded row group takes (stored bytes, plus Python objects where a column has them).
+    decoded: int
+
+    def selection(self) -> np.ndarray | None:
+        if self.mask is None:
+            return None
+        bits = np.frombuffer(self.mask, dtype=np.uint8)
+        return np.unpackbits(bits, count=self.total_rows).astype(bool)
+
+    @property
+    def range_bytes(self) -> int:
+        return sum(b - a for a, b in self.ranges)
+
+
+@dataclass
+class Plan:
+    root_urls: list[str]
+    files: list[FileInfo]
+    partition_fields: list[tuple[str, Any]]
+    specs: list[ColumnSpec]
+    units: list[Unit]
+    #: Per shard: its unit, and its first row among the unit's kept rows.
+    shard_unit: np.ndarray = field(repr=False)
+    shard_start: np.ndarray = field(repr=False)
+    shard_sizes: np.ndarray = field(repr=False)
+    #: ``"file"``: remote files are cached whole; ``"row_group"``: each unit's ranges are.
+    fetch: str = "file"
+    fingerprint: str = ""
+
+    @property
+    def read_columns(self) -> list[str]:
+        """The columns read from the files (partition columns are not in them)."""
+        return [s.name for s in self.specs if not s.partition]
+
+    def __eq__(self, other: object) -> bool:  # what a reopener compares: the same content and layout
+        return isinstance(other, Plan) and other.fingerprint == self.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+
+def _leaves(metadata: Any, names: Sequence[str]) -> dict[str, list[int]]:
+    """Leaf column indices of each top-level column (``a``, or ``a.list.element``...)."""
+    out: dict[str, list[int]] = {n: [] for n in names}
+    schema = metadata.schema
+    for j in range(len(schema)):
+        path = schema.column(j).path
+        for name in names:  # names may hold dots themselves: match whole components
+            if path == name or path.startswith(name + "."):
+                out[name].append(j)
+                break
+    return out
+
+
+def _chunk_range(col: Any) -> tuple[int, int]:
+    """The bytes of one column chunk, as pyarrow reads them (dictionary page first, if any)."""
+    start = int(col.data_page_offset)
+    dictionary = col.dictionary_page_offset if col.has_dictionary_page else None
+    if dictionary is not None and 0 < dictionary < start:
+        start = int(dictionary)
+    return start, start + int(col.total_compressed_size)
+
+
+def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def _check_schema(info_url: str, metadata: Any, first: dict[str, ColumnSpec], first_url: str,
+                  columns_given: bool, lengths: dict[str, int | None]) -> dict[str, Any]:
+    """The file's Arrow types by column, checked against the first file's read columns."""
+    schema = metadata.schema.to_arrow_schema()
+    types = {f.name: f.type for f in schema}
+    for name, spec in first.items():
+        t = types.get(name)
+        if t is None:
+            raise FormatError(f"{info_url} has no column {name!r}, {first_url} has; read files of one "
+                              f"schema, or leave the column out with columns=[...] (it has {list(types)})")
+        other = spec_for(name, t, lengths.get(name))
+        if (other.encoding, other.kind) != (spec.encoding, spec.kind):
+            raise FormatError(
+                f"column {name!r} is {t} in {info_url} and {spec.arrow_type} in {first_url}; files of "
+                "one source must agree on every column read: rewrite them with one type, read them "
+                "separately, or leave the column out with columns=[...]")
+    if not columns_given:
+        extra = sorted(set(types) - set(first))
+        if extra:
+            raise FormatError(f"{info_url} has columns {extra} that {first_url} lacks; pass columns=[...] "
+                              "to read the columns they share")
+    return types
+
+
+def _scan(ref: ParquetFileRef, loc: Location, expr: Any, fields: list[tuple[str, Any]],
+          footer: Footer | None = None) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:
+    """One file's footer (read now unless given) and its kept row groups (filters applied);
+    see filters.select."""
+    import pyarrow as pa
+
+    footer = footer or read_footer(ref, loc)
+    md = footer.metadata
+    if expr is None:
+        kept: list[tuple[int, np.ndarray | None]] = [(rg, None) for rg in range(md.num_row_groups)
+                                                     if md.row_group(rg).num_rows]
+    else:
+        tail = footer.tail or footer.data
+        source = ref.path if loc.is_local else pa.PythonFile(
+            RangeFile(ref.size, {ref.size - len(tail): tail}, fetcher(loc, ref.path), ref.url), mode="r")
+        file_schema = pa.schema(list(md.schema.to_arrow_schema()) + [pa.field(n, t) for n, t in fields])
+        kept = select(source, md, file_schema, expr, partition_expression(fields, ref.partition), ref.url)
+    footer.tail = None
+    return footer, kept
+
+
+def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any, rows_per_shard: int | None,
+              array_lengths: dict[str, int | None] | None, null_policy: str, fetch: str) -> Plan:
+    """Read every footer, apply the filters, and lay out the shards (see the module doc)."""
+    if fetch not in FETCH_MODES:
+        raise InvalidArgumentError(f"fetch={fetch!r}: use one of {FETCH_MODES}")
+    if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, int)
+                                       or rows_per_shard < 1):
+        raise InvalidArgumentError(f"rows_per_shard must be an int >= 1 (or None: one shard per row group), "
+                                   f"got {rows_per_shard!r}")
+    files, roots = discovery.files, discovery.roots
+    fields = discovery.partition_fields
+    first_ref = files[0]
+    first_footer = read_footer(first_ref, roots[first_ref.root])
+    first_schema = first_footer.metadata.schema.to_arrow_schema()
+    lengths = dict(array_lengths or {})
+    specs = column_specs([(f.name, f.type) for f in first_schema], fields, columns, lengths, first_ref.url)
+    physical = {s.name: s for s in specs if not s.partition}
+
+    def scan(ref: ParquetFileRef) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:
+        return _scan(ref, roots[ref.root], expr, fields, first_footer if ref is first_ref else None)
+
+    if len(files) > 1 and not all(roots[f.root].is_local for f in files):
+        with ThreadPoolExecutor(min(_PARALLEL, len(files)), thread_name_prefix="petastream-parquet") as pool:
+            scanned = list(pool.map(scan, files))
+    else:
+        scanned = [scan(f) for f in files]
+    infos, units = [], []
+    for i, (ref, (footer, kept)) in enumerate(zip(files, scanned)):
+        md = footer.metadata
+        _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths)
+        infos.append(FileInfo(ref, len(footer.data), footer.digest))
+        leaves = _leaves(md, list(physical))
+        for rg, keep in kept:
+            units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url))
+    sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
+    mode = fetch if fetch != "auto" else _auto_fetch(units, infos)
+    plan = Plan([loc.url for loc in roots], infos, list(fields), specs, units, unit_of, starts, sizes, mode)
+    plan.fingerprint = _fingerprint(plan)
+    return plan
+
+
+def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, list[int]],
+          specs: list[ColumnSpec], null_policy: str, url: str) -> Unit:
+    group = md.row_group(rg)
+    total = group.num_rows
+    rows = total if keep is None else int(keep.sum())
+    frac = rows / total if total else 0.0
+    ranges, stored, objects = [], 0, 0
+    for spec in specs:
+        if spec.partition:
+            stored += 8 * rows
+            continue
+        for j in leaves[spec.name]:
+            col = group.column(j)
+            ranges.append(_chunk_range(col))
+            stored += int(col.total_uncompressed_size * frac)
+            if keep is None and null_policy == "error" and spec.kind not in ("fixed", "list", "json"):
+                _check_no_nulls(spec, col, url, rg)
+        if spec.kind in ("str", "bytes", "decimal", "json"):
+            objects += _OBJECT_BYTES * rows
+    mask = None if keep is None else np.packbits(keep).tobytes()
+    return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects)
+
+
+def _check_no_nulls(spec: ColumnSpec, col: Any, url: str, rg: int) -> None:
+    """Fail at open, not mid-epoch, where the footer's statistics already count nulls."""
+    stats = col.statistics
+    if stats is not None and stats.has_null_count and stats.null_count:
+        raise NullValuesError(
+            f"column {spec.name!r} ({spec.arrow_type}) in {url}, row group {rg}, holds "
+            f"{stats.null_count} null value(s), which MDS-typed reads cannot hold: filter them out "
+            f"(filters=pyarrow.compute.field({spec.name!r}).is_valid()), or pass null_policy='fill' "
+            "(0, NaN, '', b'', the epoch)")
+
+
+def _shards(rows: list[int], per_shard: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sizes, unit_of, starts = [], [], []
+    for u, n in enumerate(rows):
+        k = 1 if per_shard is None else max(1, math.ceil(n / per_shard))
+        base, extra = divmod(n, k)
+        start = 0
+        for j in range(k):
+            size = base + (j < extra)
+            sizes.append(size)
+            unit_of.append(u)
+            starts.append(start)
+            start += size
+    return (np.asarray(sizes, dtype=np.int64), np.asarray(unit_of, dtype=np.int64),
+            np.asarray(starts, dtype=np.int64))
+
+
+def _auto_fetch(units: list[Unit], infos: list[FileInfo]) -> str:
+    """Row-group ranges where the columns and row groups read (and the copy of its file's
+    footer each row group's entry holds) are under half of the files' bytes (a projection or a
+    filter leaves most of each file unread); whole files otherwise (one request per file)."""
+    needed = sum(u.range_bytes + infos[u.file].footer_bytes for u in units)
+    files = sum(infos[i].ref.size for i in {u.file for u in units})
+    return "row_group" if files and needed < files / 2 else "file"
+
+
+def _fingerprint(plan: Plan) -> str:
+    h = hashlib.blake2s(digest_size=16)
+    for part in (plan.root_urls, [(f.ref.url, f.ref.size, f.ref.tag, f.footer_digest) for f in plan.files],
+                 [(s.name, s.encoding, s.kind, s.shape) for s in plan.specs], plan.fetch):
+        h.update(repr(part).encode())
+    for u in plan.units:
+        h.update(repr((u.file, u.row_group, u.rows)).encode())
+        if u.mask is not None:
+            h.update(u.mask)
+    h.update(plan.shard_sizes.tobytes())
+    return h.hexdigest()
+
+
+def check_unchanged(plan: Plan, roots: list[Location]) -> None:
+    """Fail unless every file of ``plan`` is still the version it was made from (one listing
+    per root): a plan travelling to another process must not read other bytes."""
+    listings: dict[int, Any] = {}
+    for f in plan.files:
+        ref = f.ref
+        tags = listings.get(ref.root)
+        if tags is None:
+            loc = roots[ref.root]
+            tags = listings[ref.root] = listing(loc, single=not loc.isdir())
+        try:
+            size, tag = tags(ref.path)
+        except OSError:
+            size, tag = -1, "missing"
+        if (size, tag) != (ref.size, ref.tag):
+            raise FormatError(
+                f"{ref.url} changed since this Parquet source was opened (size or version differ); "
+                "open it again (ParquetSource(...)) instead of unpickling a stale handle")

@@ -1,0 +1,436 @@
+"""``ParquetSource``: Parquet files as a :class:`petastream.source.Source`.
+
+A shard is a row group (or a slice of one, ``rows_per_shard``) holding rows after filtering;
+see :mod:`petastream.parquet.plan` for the layout decided at open, :mod:`~.filters` for
+``filters``, :mod:`~.types` and :mod:`~.convert` for the column types (those of an MDS read of
+the same data), :mod:`~.fetch` for where bytes come from.
+
+Reads load a row group once (read with pyarrow, its kept rows selected, converted to numpy)
+and take rows from it with numpy, so reading its slices, or its rows over several chunks,
+decodes it once while it stays loaded. Loaded row groups are held (least recently used first
+out) within ``memory_limit``; the read-ahead the loaders announce (:meth:`prefetch`) loads the
+coming row groups on a small thread pool (pyarrow's decoding releases the GIL), with
+downloads into the shard cache for remote files, through
+:class:`petastream.mds.readahead.OpenShards` as an MDS dataset does.
+
+Shuffling: a loader's blocks cut shards into runs of ``block_size`` rows spread over a
+window; each row group a window touches is decoded when first needed. Keep a window's row
+groups within ``memory_limit`` (a ``block_size`` of at least the rows of a row group, or
+``rows_per_shard`` slices and a larger ``memory_limit``), or a row group is decoded again
+each time the plan comes back to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from petastream.errors import (
+    CorruptShardError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    UnknownColumnError,
+)
+from petastream.mds.cache import ShardCache, default_cache_root
+from petastream.mds.columns import scatter_columns
+from petastream.mds.readahead import OpenShards
+from petastream.mds.sizes import cache_limit_setting, parse_size
+from petastream.mds.storage import Location, resolve
+from petastream.parquet.convert import NULL_POLICIES, Text, constant, empty, prepare, take
+from petastream.parquet.discover import discover
+from petastream.parquet.fetch import FilePins, Placement
+from petastream.parquet.filters import to_expression
+from petastream.parquet.plan import Plan, Unit, check_unchanged, make_plan
+
+__all__ = ["ParquetSource"]
+
+_OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
+_MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
+
+
+class _Loaded:
+    """One loaded row group: its prepared columns (see :func:`petastream.parquet.convert.prepare`)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: dict[str, Any]):
+        self.columns = columns
+
+
+def _restore(plan: Plan, kwargs: dict[str, Any]) -> ParquetSource:
+    """A source from its plan: what a pickle or a worker process reopens."""
+    return ParquetSource(plan.root_urls, plan=plan, **kwargs)
+
+
+def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
+                layout: dict[str, Any]) -> list[Location]:
+    """The roots of a given ``plan`` (its files checked unchanged by a listing); the layout
+    options are the plan's, not to be given again."""
+    given = [k for k, v in layout.items() if v is not None]
+    if given:
+        raise InvalidArgumentError(f"{given} are decided by the plan given; pass them without plan=")
+    urls = [os.fspath(u) for u in ([url_or_urls] if isinstance(url_or_urls, (str, os.PathLike)) else url_or_urls)]
+    if urls != list(plan.root_urls):
+        raise InvalidArgumentError(f"plan= was made for {plan.root_urls}, not {urls}")
+    roots = [resolve(u, storage_options) for u in plan.root_urls]
+    check_unchanged(plan, roots)
+    return roots
+
+
+class ParquetSource:
+    """Parquet files, read as a :class:`petastream.source.Source` (see the module doc).
+
+    ``url_or_urls``: a file, a directory (Hive ``key=value`` partitions become columns; files
+    and directories starting with ``_`` or ``.`` are skipped), or a list of them; local paths
+    or fsspec URLs (``storage_options`` for the filesystem).
+    ``columns``: the columns to read (file or partition columns), in that order; default all.
+    ``filters``: a pyarrow DNF list or a ``pyarrow.compute`` Expression: row groups are pruned
+    by statistics and partition values, and the surviving row groups' filter columns are read
+    at open so that every shard's size is exact (that read is the cost of filtering; see
+    :mod:`petastream.parquet.filters`).
+    ``rows_per_shard``: cut row groups into shards of at most this many rows (the planner's
+    finer blocks; a row group is still decoded whole, once, while loaded).
+    ``array_lengths``: ``{column: n}`` reads a list column as fixed-size ``(rows, n)`` arrays
+    (checked on read); list columns are otherwise variable-length (``Ragged``).
+    ``null_policy``: ``"error"`` (default) or ``"fill"``, as the Spark materialization path.
+    ``cache_dir`` / ``cache_limit``: the node's shard cache for remote files (as
+    :class:`petastream.mds.dataset.MDSDataset`); ``fetch``: ``"file"`` (whole files),
+    ``"row_group"`` (the column chunks read, per row group), or ``"auto"`` (row groups where
+    the columns and row groups read are under half of the files' bytes).
+    ``validate``: check each cached file's footer against the one read at open.
+    ``read_in_place``: None maps local files where they lie and caches FUSE mounts of remote
+    storage (``/dbfs``, ``/Volumes``); True maps those in place too; False caches all.
+    ``prefetch_depth`` / ``prefetch_workers``: row groups loaded ahead of the reader, and at once.
+    ``memory_limit``: bytes of loaded row groups kept in memory (read-ahead and recently read),
+    default the larger of 1 GiB and four of the largest row groups.
+    ``plan``: another source's :attr:`plan` (what pickling and :meth:`reopener` pass): its
+    files, row groups, selections and columns are taken as they are, once a listing shows the
+    files unchanged (no footer read, no filter applied again).
+    """
+
+    def __init__(
+        self,
+        url_or_urls: str | os.PathLike | Sequence[str | os.PathLike],
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        storage_options: dict | None = None,
+        cache_dir: str | None = None,
+        cache_limit: int | str | None = None,
+        rows_per_shard: int | None = None,
+        array_lengths: Mapping[str, int | None] | None = None,
+        null_policy: str = "error",
+        fetch: str = "auto",
+        validate: bool = True,
+        read_in_place: bool | None = None,
+        prefetch_depth: int = 4,
+        prefetch_workers: int = 4,
+        memory_limit: int | str | None = None,
+        plan: Plan | None = None,
+    ):
+        if null_policy not in NULL_POLICIES:
+            raise InvalidArgumentError(f"null_policy={null_policy!r}: use one of {NULL_POLICIES}")
+        if array_lengths is not None and not isinstance(array_lengths, Mapping):
+            raise InvalidArgumentError(f"array_lengths must be a mapping {{column: length}}, got {array_lengths!r}")
+        if plan is None:
+            discovery = discover(url_or_urls, storage_options)
+            plan = make_plan(discovery, columns=columns, expr=to_expression(filters), rows_per_shard=rows_per_shard,
+                             array_lengths=dict(array_lengths or {}), null_policy=null_policy, fetch=fetch)
+            roots = discovery.roots
+        else:
+            roots = _plan_roots(plan, url_or_urls, storage_options, {
+                "columns": columns, "filters": filters, "rows_per_shard": rows_per_shard,
+                "array_lengths": array_lengths, "fetch": fetch if fetch != "auto" else None})
+        self._setup(plan, roots, {
+            "storage_options": storage_options, "cache_dir": cache_dir, "cache_limit": cache_limit,
+            "null_policy": null_policy, "validate": validate, "read_in_place": read_in_place,
+            "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
+            "memory_limit": memory_limit})
+
+    def _setup(self, plan: Plan, roots: list[Location], kwargs: dict[str, Any]) -> None:
+        self._kwargs = dict(kwargs)
+        for name in ("prefetch_depth", "prefetch_workers"):
+            value = kwargs[name]
+            low = int(name == "prefetch_workers")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidArgumentError(f"{name} must be an int >= {low}, got {value!r}")
+        self.plan = plan
+        self.url = plan.root_urls[0] + (f" (and {len(plan.root_urls) - 1} more)" if len(plan.root_urls) > 1 else "")
+        self.shard_sizes = plan.shard_sizes
+        self.shard_offsets = np.zeros(len(plan.shard_sizes) + 1, dtype=np.int64)
+        np.cumsum(plan.shard_sizes, out=self.shard_offsets[1:])
+        self.null_policy = kwargs["null_policy"]
+        self.placement = Placement(plan, roots, read_in_place=kwargs["read_in_place"],
+                                   validate=kwargs["validate"])
+        #: The node's shard cache directory (remote files; see :mod:`petastream.mds.cache`).
+        self.cache_dir = os.path.abspath(os.path.expanduser(kwargs["cache_dir"] or default_cache_root()))
+        self.cache = ShardCache.at(self.cache_dir)
+        self.cache_limit = cache_limit_setting(kwargs["cache_limit"])
+        self._specs = {s.name: s for s in plan.specs}
+        #: Columns stored as another dtype than they mean: booleans, read as uint8, view as bool.
+        self.logical_dtypes = {s.name: s.logical for s in plan.specs if s.logical}
+        limit = kwargs["memory_limit"]
+        largest = max((u.decoded for u in plan.units), default=0)
+        self.memory_limit = (parse_size(limit, what="memory_limit") if limit is not None
+                             else max(_MIN_MEMORY, 4 * largest))
+        self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_UNITS,
+                                depth=kwargs["prefetch_depth"], workers=kwargs["prefetch_workers"],
+                                cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
+        self.cache.protect(self._keys_needed_soon)
+        self._metadata: dict[int, Any] = {}
+        self._pins = FilePins()
+        self._cached_bytes = self._shard_cache_bytes()
+        #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
+        #: ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``.
+        self.strings = "objects"
+
+    # -- pickling ----------------------------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The plan travels (no footer is read again, no filter applied again); the new process
+        # lists the files to check they did not change, and resolves its own cache settings.
+        return _restore, (self.plan, self._kwargs)
+
+    def reopener(self) -> Callable[[], ParquetSource]:
+        """What reopens this source in another process of this node, with this process's cache
+        directory and limit (see :meth:`petastream.mds.dataset.MDSDataset.reopener`)."""
+        return functools.partial(_restore, self.plan, {**self._kwargs, "cache_dir": self.cache_dir,
+                                                       "cache_limit": self.cache_limit})
+
+    # -- metadata ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.shard_offsets[-1])
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.shard_sizes)
+
+    @property
+    def columns(self) -> dict[str, str]:
+        """``{column: MDS encoding name}``, in the order read (see :mod:`petastream.parquet.types`)."""
+        return {s.name: s.encoding for s in self.plan.specs}
+
+    @property
+    def fingerprint(self) -> str:
+        """What the source reads (files and their versions, rows kept, shards, column types)."""
+        return self.plan.fingerprint
+
+    @property
+    def files(self) -> list[str]:
+        """URLs of the Parquet files read, in shard order."""
+        return [f.ref.url for f in self.plan.files]
+
+    @property
+    def fetch(self) -> str:
+        """How remote files enter the shard cache: ``"file"`` or ``"row_group"``."""
+        return self.plan.fetch
+
+    @property
+    def stored_bytes(self) -> int:
+        """Uncompressed bytes of the rows read, from the footers' column sizes."""
+        return sum(u.stored for u in self.plan.units)
+
+    @property
+    def reads_in_place(self) -> bool:
+        """False: every row group is decoded (and decompressed) before a read, so read-ahead
+        always has work, even where the files are local."""
+        return False
+
+    def __repr__(self) -> str:
+        return (f"ParquetSource({self.url!r}, rows={len(self)}, files={len(self.plan.files)}, "
+                f"shards={self.num_shards}, columns={self.columns})")
+
+    # -- reading -----------------------------------------------------------------------------
+    def _wanted(self, columns: Sequence[str] | None) -> list[str]:
+        if columns is None:
+            return list(self._specs)
+        wanted = list(columns)
+        for c in wanted:
+            if c not in self._specs:
+                raise UnknownColumnError(f"no column {c!r}; columns are {list(self._specs)}")
+        return wanted
+
+    def read_shard(self, shard: int, ids: np.ndarray | None = None,
+                   columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """Rows ``ids`` (local to ``shard``; None: all, as views where possible) of one shard."""
+        n = self.num_shards
+        if not 0 <= shard < n:
+            raise OutOfRangeError(f"shard {shard} out of range ({n} shards)")
+        wanted = self._wanted(columns)
+        start, size = int(self.plan.shard_start[shard]), int(self.shard_sizes[shard])
+        rows: np.ndarray | slice
+        if ids is None:
+            rows = slice(start, start + size)
+        else:
+            ids = np.asarray(ids, dtype=np.int64)
+            if len(ids) and (ids.min() < 0 or ids.max() >= size):
+                raise OutOfRangeError(f"row ids out of range for shard {shard} of {size} rows")
+            rows = ids + start
+        loaded = self._open.get(int(self.plan.shard_unit[shard]))
+        return {c: take(loaded.columns[c], rows, self.strings) for c in wanted}
+
+    def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """Rows with global ``ids`` (any order, repeats allowed), one load per row group."""
+        from petastream.stream.grouping import group_by_shard
+
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
+            raise OutOfRangeError(f"row ids out of range for a source of {len(self)} rows")
+        if not len(ids):
+            return {c: empty(self._specs[c], self.strings) for c in self._wanted(columns)}
+        groups = group_by_shard(ids, self.shard_offsets)
+        if len(groups) == 1:
+            g = groups[0]
+            return self.read_shard(g.shard, g.local_ids, columns)
+        return self.read_parts(groups, len(ids), columns)
+
+    def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """One block of ``n`` rows from several shards, each group's row ``j`` at ``positions[j]``."""
+        parts, positions = [], []
+        for g in groups:
+            parts.append(self.read_shard(g.shard, g.local_ids, columns))
+            positions.append(g.positions)
+        if not parts:
+            return {c: empty(self._specs[c], self.strings) for c in self._wanted(columns)}
+        return scatter_columns(parts, positions, n)
+
+    # -- loading row groups ------------------------------------------------------------------
+    def prefetch(self, shards: Sequence[int]) -> None:
+        """Load the row groups of ``shards`` (plan order) ahead of the reader; non-blocking."""
+        n = self.num_shards
+        wanted = [int(s) for s in shards]
+        bad = [s for s in wanted if not 0 <= s < n]
+        if bad:
+            raise OutOfRangeError(f"shards {bad[:5]} out of range ({n} shards)")
+        units = self.plan.shard_unit
+        self._open.prefetch(list(dict.fromkeys(int(units[s]) for s in wanted)))
+
+    def is_loaded(self, shard: int) -> bool:
+        """Whether ``shard``'s row group is loaded: reading it now will not wait."""
+        return self._open.is_open(int(self.plan.shard_unit[shard]))
+
+    def cached_shard_bytes(self) -> np.ndarray:
+        """Bytes of the shard cache each shard accounts for (0 for local files read in place):
+        its share of its file (``fetch="file"``: a file's shards share it by their compressed
+        bytes) or of its row group's ranges."""
+        return self._cached_bytes.copy()
+
+    def close(self) -> None:
+        """Drop the loaded row groups, the queued read-ahead and the cached files kept mapped
+        (reading again reloads)."""
+        self._open.close()
+        self._open.release()
+        self._pins.drop()
+
+    def _pin(self, unit: Unit, buf: Any) -> None:
+        """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
+        the files no row group needed soon is in (``fetch="file"`` only: see FilePins)."""
+        if self.plan.fetch == "file":
+            units = self.plan.units
+            self._pins.keep(unit.file, buf, {units[u].file for u in self._open.needed_soon()})
+
+    def _pressure(self, keep: int) -> None:
+        """The cache is full and a read waits for room: unmap what this source can."""
+        self._open.release()
+        self._pins.drop(keep)
+
+    def _shard_cache_bytes(self) -> np.ndarray:
+        """Each shard's share of the cache entry it is read from (see cached_shard_bytes): an
+        entry's bytes split over its shards by their compressed bytes, exactly (the shares of
+        an entry add up to its size)."""
+        plan = self.plan
+        out = np.zeros(self.num_shards, dtype=np.int64)
+        by_entry: dict[int, list[int]] = {}  # a file (fetch="file") or a unit: its shards
+        for s in range(self.num_shards):
+            unit = plan.units[int(plan.shard_unit[s])]
+            if self.placement.local_path(unit) is None:
+                entry = unit.file if plan.fetch == "file" else int(plan.shard_unit[s])
+                by_entry.setdefault(entry, []).append(s)
+        for shards in by_entry.values():
+            units = [plan.units[int(plan.shard_unit[s])] for s in shards]
+            weight = np.array([max(1, u.range_bytes) * int(plan.shard_sizes[s]) / max(1, u.rows)
+                               for s, u in zip(shards, units)])
+            size = self.placement.entry_bytes(units[0])
+            bounds = np.round(np.concatenate([[0.0], np.cumsum(weight)]) / weight.sum() * size).astype(np.int64)
+            out[shards] = np.diff(bounds)
+        return out
+
+    def _cost(self, u: int) -> tuple[int, bool]:
+        return self.plan.units[u].decoded, True  # memory: bounded by memory_limit's budgets
+
+    def _cheap(self, u: int) -> bool:
+        return False  # a load decodes a row group: never in the asking thread
+
+    def _keys_needed_soon(self) -> list[str]:
+        units = self.plan.units
+        return [self.placement.key(units[u]) for u in self._open.needed_soon()
+                if self.placement.local_path(units[u]) is None]
+
+    def _load(self, u: int, wait: bool) -> _Loaded | None:
+        """Read, select and convert row group ``u`` (None: ``wait`` False and no cache room)."""
+        import pyarrow as pa
+
+        unit = self.plan.units[u]
+        ref = self.plan.files[unit.file].ref
+        where = f"{ref.url}, row group {unit.row_group}"
+        path = self.placement.local_path(unit)
+        if path is not None:
+            self.placement.check_in_place(unit, path)
+            source: Any = pa.memory_map(path)
+            footer = source
+        else:
+            size = self.placement.entry_bytes(unit)
+            buf = self.cache.get(self.placement.key(unit), size, functools.partial(self.placement.fill, unit),
+                                 limit=self.cache_limit, wait=wait,
+                                 on_pressure=functools.partial(self._pressure, unit.file))
+            if buf is None:
+                return None
+            self._pin(unit, buf)
+            if len(buf) != size:
+                raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
+                                        "run `petastream cache prune --all` and read again")
+            source = self.placement.source(unit, buf)
+            footer = self.placement.footer(unit, buf)
+        table = self._read_row_group(unit, source, footer, where)
+        cols = {}
+        for spec in self.plan.specs:
+            if spec.partition:
+                value = ref.partition[[n for n, _ in self.plan.partition_fields].index(spec.name)]
+                cols[spec.name] = constant(spec, value, unit.rows, self.null_policy, where)
+            else:
+                cols[spec.name] = prepare(spec, table.column(spec.name), self.null_policy, where)
+            if self.strings == "objects" and isinstance(cols[spec.name], Text):
+                cols[spec.name].objects()  # here, in the read-ahead thread, not in the reader's
+        return _Loaded(cols)
+
+    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        read = self.plan.read_columns
+        try:
+            md = self._metadata.get(unit.file)
+            if md is None:
+                md = pq.read_metadata(footer)
+                if len(self._metadata) >= 64:
+                    self._metadata.clear()
+                self._metadata[unit.file] = md
+            table = pq.ParquetFile(source, metadata=md, pre_buffer=False).read_row_group(
+                unit.row_group, columns=read, use_threads=True) if read else None
+        except (pa.ArrowException, OSError) as e:
+            if isinstance(e, CorruptShardError):
+                raise
+            raise CorruptShardError(f"{where} cannot be read ({e}); the file is damaged or changed "
+                                    "since the source was opened") from e
+        if table is None:
+            return None
+        keep = unit.selection()
+        if keep is not None:
+            table = table.filter(pa.array(keep))
+        if table.num_rows != unit.rows:
+            raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
+                                    "changed since the source was opened")
+        return table

@@ -1,0 +1,99 @@
+"""From what a user passes a loader (a URL, a list of URLs, or a source) to a :class:`~petastream.source.Source`.
+
+:func:`resolve_source` decides the format by what is there:
+
+* a :class:`~petastream.source.Source` (an ``MDSDataset``, a ``ParquetSource``, ...) is used as is;
+* a directory holding ``index.json`` is an MDS dataset (:class:`~petastream.mds.dataset.MDSDataset`);
+* a Parquet file, a directory of Parquet files or Hive partitions (``key=value``), or a list
+  of files and directories, is Parquet (:class:`~petastream.parquet.ParquetSource`);
+* a directory with MDS shard files but no ``index.json`` is an unfinished MDS write (the MDS
+  reader's error says so); anything else is an error saying what was looked for.
+
+``options`` go to the class chosen (a name it does not take is an error naming the format).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from petastream.errors import (
+    DatasetNotFoundError,
+    FormatError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
+from petastream.mds.storage import Location, resolve
+from petastream.source import Source, is_source
+
+__all__ = ["resolve_source", "detect_format"]
+
+_PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def detect_format(url: str | os.PathLike, storage_options: dict | None = None) -> str:
+    """``"mds"`` or ``"parquet"`` for what lies at ``url``; an error when it is neither."""
+    loc = resolve(url, storage_options)
+    if loc.exists("index.json"):
+        return "mds"
+    if not loc.exists():
+        raise DatasetNotFoundError(f"nothing at {loc.url}: no MDS dataset (index.json not found) and no Parquet files")
+    if not loc.isdir():
+        return "parquet"  # a file given by name: the Parquet reader says if it is not one
+    names = [n for n in loc.listdir() if not n.startswith(("_", "."))]
+    if any(n.startswith("shard.") for n in names):
+        return "mds"  # shard files without index.json: the MDS reader explains what is missing
+    if any(n.lower().endswith(_PARQUET_SUFFIXES) or "=" in n for n in names):
+        return "parquet"
+    if any(_ends_with_magic(loc, n) for n in names[:8]):
+        return "parquet"  # extension-less Parquet files (Hive's 000000_0)
+    raise FormatError(
+        f"{loc.url} is neither an MDS dataset (no index.json) nor a Parquet directory (no .parquet "
+        f"files or key=value partitions among {names[:10]}); point at the dataset's directory")
+
+
+def _ends_with_magic(loc: Location, name: str) -> bool:
+    child = loc.child(name)
+    try:
+        if child.isdir():
+            return False
+        size = loc.size(name)
+        if size < 12:
+            return False
+        if loc.is_local:
+            with open(child.path, "rb") as f:
+                f.seek(size - 4)
+                return f.read(4) == b"PAR1"
+        return bytes(loc.fs.cat_file(child.path, start=size - 4, end=size)) == b"PAR1"
+    except OSError:
+        return False
+
+
+def resolve_source(url_or_source: Any, **options: Any) -> Source:
+    """The :class:`~petastream.source.Source` for ``url_or_source`` (see the module doc)."""
+    if is_source(url_or_source):
+        if options:
+            raise InvalidArgumentError(
+                f"options {sorted(options)} apply to a URL, but a source was given ({url_or_source!r}): "
+                "pass them where that source is opened")
+        return url_or_source
+    storage_options = options.get("storage_options")
+    if isinstance(url_or_source, (str, os.PathLike)):
+        fmt = detect_format(url_or_source, storage_options)
+    elif isinstance(url_or_source, Sequence) and not isinstance(url_or_source, (bytes, bytearray)):
+        fmt = "parquet"  # several locations: Parquet files (an MDS dataset is one directory)
+    else:
+        raise InvalidArgumentError(
+            f"expected a path or URL, a list of Parquet paths or URLs, or a petastream Source, got "
+            f"{type(url_or_source).__name__}")
+    if fmt == "mds":
+        from petastream.mds.dataset import MDSDataset as cls
+    else:
+        from petastream.parquet import ParquetSource as cls  # type: ignore[assignment]
+    try:
+        return cls(url_or_source, **options)  # type: ignore[arg-type]
+    except TypeError as e:
+        if "unexpected keyword argument" not in str(e):
+            raise
+        raise InvalidArgumentTypeError(f"{url_or_source!r} is read as {fmt.upper()}: {e}") from None

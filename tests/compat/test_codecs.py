@@ -1,0 +1,160 @@
+"""petastream.compat.codecs: Petastorm 0.13.1's bytes and errors."""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+
+import numpy as np
+import pyarrow.parquet as pq
+import pyspark.sql.types as T
+import pytest
+
+from petastream.compat.codecs import (
+    CompressedImageCodec,
+    CompressedNdarrayCodec,
+    NdarrayCodec,
+    ScalarCodec,
+)
+from petastream.compat.etl import dataset_metadata
+from petastream.compat.unischema import UnischemaField
+from petastream.errors import EncodingError
+
+FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "petastorm", "all_codecs")
+
+
+def _field(dtype, shape, codec, name="f"):
+    return UnischemaField(name, dtype, shape, codec, False)
+
+
+def test_ndarray_codec_bytes_are_petastorm_s():
+    """Re-encoding the arrays Petastorm stored gives Petastorm's bytes exactly (np.save)."""
+    schema = dataset_metadata.get_schema(FIXTURE)
+    table = pq.read_table(FIXTURE)
+    checked = 0
+    for field in schema.fields.values():
+        if not isinstance(field.codec, NdarrayCodec):
+            continue
+        for stored in table.column(field.name).to_pylist():
+            if stored is None:
+                continue
+            ours = NdarrayCodec().encode(field, field.codec.decode(field, stored))
+            assert bytes(ours) == stored, field.name
+            checked += 1
+    assert checked >= 60
+
+
+def test_compressed_ndarray_is_one_zip_member_arr():
+    field = _field(np.float64, (None, 2), CompressedNdarrayCodec())
+    value = np.arange(10.0).reshape(5, 2)
+    encoded = CompressedNdarrayCodec().encode(field, value)
+    with zipfile.ZipFile(io.BytesIO(bytes(encoded))) as z:
+        assert z.namelist() == ["arr.npy"]
+        assert z.getinfo("arr.npy").compress_type == zipfile.ZIP_DEFLATED
+    assert np.array_equal(np.load(io.BytesIO(bytes(encoded)))["arr"], value)
+    assert np.array_equal(CompressedNdarrayCodec().decode(field, encoded), value)
+
+
+@pytest.mark.parametrize("codec", [NdarrayCodec(), CompressedNdarrayCodec()])
+def test_ndarray_errors_are_petastorm_s(codec):
+    field = _field(np.int32, (None, 3), codec, "pts")
+    with pytest.raises(ValueError, match=r"Unexpected type of pts feature\. Expected ndarray of"):
+        codec.encode(field, [1, 2, 3])
+    with pytest.raises(ValueError, match=r"Unexpected type of pts feature\. Expected <class 'numpy.int32'>\. Got float64"):
+        codec.encode(field, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"Unexpected dimensions of pts feature\. Expected \(None, 3\)\. Got \(2, 4\)"):
+        codec.encode(field, np.zeros((2, 4), np.int32))
+
+
+def test_object_arrays_are_not_unpickled():
+    field = _field(np.object_, (2,), NdarrayCodec())
+    out = io.BytesIO()
+    np.save(out, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="allow_pickle=False"):
+        NdarrayCodec().decode(field, out.getvalue())
+
+
+@pytest.mark.parametrize("shape,dtype,colour_type,depth", [
+    ((6, 5, 3), np.uint8, 2, 8), ((6, 5), np.uint8, 0, 8), ((6, 5), np.uint16, 0, 16)])
+def test_png_round_trip_and_layout(shape, dtype, colour_type, depth):
+    rng = np.random.default_rng(1)
+    value = rng.integers(0, np.iinfo(dtype).max, size=shape, endpoint=True).astype(dtype)
+    field = _field(dtype, shape, CompressedImageCodec("png"))
+    encoded = bytes(field.codec.encode(field, value))
+    assert encoded[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (encoded[24], encoded[25]) == (depth, colour_type)  # RGB order in the file, as Petastorm's
+    decoded = field.codec.decode(field, encoded)
+    assert decoded.dtype == dtype and np.array_equal(decoded, value) and decoded.flags.writeable
+
+
+def test_png_stores_rgb_not_bgr():
+    from PIL import Image
+
+    value = np.zeros((2, 2, 3), np.uint8)
+    value[..., 0] = 255  # pure red
+    field = _field(np.uint8, (2, 2, 3), CompressedImageCodec("png"))
+    with Image.open(io.BytesIO(bytes(field.codec.encode(field, value)))) as image:
+        assert image.getpixel((0, 0)) == (255, 0, 0)
+
+
+def test_jpeg_quality_and_lossy_round_trip():
+    value = np.add.outer(np.arange(16), np.arange(16)).astype(np.uint8) * 7
+    field = _field(np.uint8, (16, 16), CompressedImageCodec("jpeg", 95))
+    encoded = field.codec.encode(field, value)
+    assert bytes(encoded[:2]) == b"\xff\xd8"
+    decoded = field.codec.decode(field, encoded)
+    assert decoded.shape == (16, 16) and np.abs(decoded.astype(int) - value).max() <= 4
+    assert str(field.codec) == "CompressedImageCodec('jpeg', 95)" and field.codec.image_codec == "jpeg"
+
+
+def test_image_errors():
+    codec = CompressedImageCodec("png")
+    with pytest.raises(ValueError, match="Unexpected type of img feature, expected"):
+        codec.encode(_field(np.uint8, (2, 2), codec, "img"), np.zeros((2, 2), np.int16))
+    with pytest.raises(ValueError, match=r"Unexpected dimensions of img feature, expected \(2, 2\), got \(2, 3\)"):
+        codec.encode(_field(np.uint8, (2, 2), codec, "img"), np.zeros((2, 3), np.uint8))
+    with pytest.raises(ValueError, match="Supported dimensions are"):
+        codec.encode(_field(np.uint8, (2, 2, 4), codec), np.zeros((2, 2, 4), np.uint8))
+    with pytest.raises(EncodingError, match="'img'.*uint16 colour image is not supported"):
+        codec.encode(_field(np.uint16, (2, 2, 3), codec, "img"), np.zeros((2, 2, 3), np.uint16))
+
+
+def test_image_decode_refusals():
+    from PIL import Image
+
+    rgba = io.BytesIO()
+    Image.fromarray(np.zeros((2, 2, 4), np.uint8)).save(rgba, format="PNG")
+    codec = CompressedImageCodec("png")
+    with pytest.raises(ValueError, match=r"Got \(2, 2, 4\)"):
+        codec.decode(_field(np.uint8, (2, 2, 3), codec), rgba.getvalue())
+    # A 16-bit colour PNG (as OpenCV writes for uint16 RGB): Pillow would read 8 bits of it.
+    png16 = bytearray(rgba.getvalue())
+    png16[24], png16[25] = 16, 2
+    with pytest.raises(EncodingError, match="'img': a 16-bit colour PNG"):
+        codec.decode(_field(np.uint16, (2, 2, 3), codec, "img"), bytes(png16))
+
+
+def test_scalar_codec_encode_like_petastorm():
+    def enc(spark_type, value, dtype=np.int32, shape=()):
+        return ScalarCodec(spark_type).encode(_field(dtype, shape, None, "s"), value)
+
+    assert enc(T.IntegerType(), np.int32(3)) == 3 and type(enc(T.IntegerType(), np.int32(3))) is int
+    assert type(enc(T.DoubleType(), np.float32(0.5))) is float
+    assert enc(T.BooleanType(), np.bool_(True)) is True
+    assert enc(T.StringType(), "x") == "x"
+    assert enc(T.LongType(), np.array(5)) == 5  # a 0-d array is a scalar
+    with pytest.raises(TypeError, match="Expected a scalar as a value for field 's'"):
+        enc(T.IntegerType(), [1])
+    with pytest.raises(ValueError, match="The shape field of unischema_field 's' must be an empty tuple"):
+        enc(T.IntegerType(), 1, shape=(1,))
+    with pytest.raises(ValueError, match="Expected a string value for field s"):
+        enc(T.StringType(), 3)
+
+
+def test_scalar_codec_from_metadata_gives_real_spark_types():
+    schema = dataset_metadata.get_schema(FIXTURE)
+    assert schema.price.codec.spark_dtype() == T.DecimalType(10, 3)
+    assert schema.name.codec.spark_dtype() == T.StringType()
+    assert schema.id.codec.decode(schema.id, 5) == np.int64(5)
+    assert type(schema.id.codec.decode(schema.id, 5)) is np.int64

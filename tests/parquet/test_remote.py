@@ -1,0 +1,110 @@
+"""Parquet on S3 (a moto server on loopback): one download per file per node, row-group ranges,
+a bounded cache, worker processes sharing it."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from petastream.mds.cache import ShardCache
+from petastream.parquet import open_parquet
+from tests.parquet.conftest import N
+from tests.parquet.helpers import assert_same
+
+pytestmark = pytest.mark.cloud
+
+
+def _parquet_gets(server) -> Counter:
+    return Counter(path for method, path in server.requests() if method == "GET" and path.endswith(".parquet"))
+
+
+def _read_all(opener) -> int:
+    """In a spawned process: every row, in a shuffled order; the sum of the ids."""
+    src = opener()
+    ids = np.random.default_rng(src.num_shards).permutation(len(src))
+    got = src.read(ids, ["id", "s"])
+    assert got["s"].tolist() == [f"text-{i}-é" for i in got["id"]]
+    return int(got["id"].sum())
+
+
+@pytest.mark.timeout(300)
+def test_each_file_is_downloaded_once_per_node(s3_data, pq_dir, tmp_path):
+    url, server = s3_data
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit="1gb", fetch="file")
+    local = open_parquet(pq_dir)
+    assert src.columns == local.columns and src.shard_sizes.tolist() == local.shard_sizes.tolist()
+    assert src.cached_shard_bytes().sum() == sum(f.ref.size for f in src.plan.files)
+    server.reset()
+    ids = np.random.default_rng(0).permutation(N)
+    for _ in range(2):  # two passes: the second from the cache
+        assert_same(src.read(ids), local.read(ids))
+        src.close()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:  # two worker processes of this node, with this process's cache
+        sums = pool.map(_read_all, [src.reopener()] * 2)
+    assert sums == [N * (N - 1) // 2] * 2
+    gets = _parquet_gets(server)
+    assert len(gets) == len(src.files) and set(gets.values()) == {1}, gets
+
+
+@pytest.mark.timeout(300)
+def test_a_projection_fetches_row_group_ranges(s3_data, pq_dir, tmp_path):
+    url, server = s3_data
+    # Two of fourteen columns; but these tiny row groups' ranges are smaller than the footer
+    # each entry keeps a copy of, so "auto" fetches whole files: ask for ranges.
+    assert open_parquet(url, columns=["id", "s"], cache_dir=str(tmp_path / "cache")).fetch == "file"
+    src = open_parquet(url, columns=["id", "s"], cache_dir=str(tmp_path / "cache"), fetch="row_group")
+    local = open_parquet(pq_dir, columns=["id", "s"])
+    server.reset()
+    ids = np.random.default_rng(1).permutation(N)
+    assert_same(src.read(ids), local.read(ids))
+    first = sum(_parquet_gets(server).values())
+    # per row group: its column chunks (two ranges: other columns lie between) and the footer
+    assert first == sum(len(u.ranges) + 1 for u in src.plan.units) == 3 * len(src.plan.units)
+    src.close()
+    assert_same(src.read(ids[::-1]), local.read(ids[::-1]))
+    assert sum(_parquet_gets(server).values()) == first  # the second pass reads the cache only
+    entries = ShardCache.at(str(tmp_path / "cache")).usage()
+    assert entries.entries == len(src.plan.units)
+    assert entries.bytes == sum(u.range_bytes + src.plan.files[u.file].footer_bytes for u in src.plan.units)
+    assert src.cached_shard_bytes().sum() == entries.bytes
+
+
+@pytest.mark.timeout(300)
+def test_a_cache_limit_below_the_data_bounds_the_cache(s3_data, pq_dir, tmp_path):
+    url, server = s3_data
+    probe = open_parquet(url, cache_dir=str(tmp_path / "probe"))
+    sizes = [f.ref.size for f in probe.plan.files]
+    # Room for the file being read and the next one (read-ahead reaches into it), not three.
+    limit = int(max(sizes) * 2.5)
+    assert limit < sum(sizes)
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit=limit, fetch="file")
+    local = open_parquet(pq_dir)
+    cache = ShardCache.at(str(tmp_path / "cache"))
+    server.reset()
+    for s in range(src.num_shards):  # in shard order, read-ahead announced as a loader does
+        src.prefetch(range(s, min(src.num_shards, s + 3)))
+        assert_same(src.read_shard(s), local.read_shard(s))
+        assert cache.usage().total_bytes <= limit
+    assert cache.usage().entries < len(sizes)  # the first file was evicted to make room
+    gets = _parquet_gets(server)
+    assert len(gets) == len(sizes) and set(gets.values()) == {1}, gets  # each file once in a pass
+
+
+@pytest.mark.timeout(300)
+def test_a_shuffled_loader_epoch_within_a_bounded_cache(s3_data, tmp_path):
+    from petastream.torch import loader
+
+    url, server = s3_data
+    probe = open_parquet(url, cache_dir=str(tmp_path / "probe"))
+    limit = int(max(f.ref.size for f in probe.plan.files) * 2.5)
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit=limit, fetch="file", columns=["id", "s"])
+    dl = loader(src, 16, shuffle=True, seed=3, num_workers=2)
+    assert dl.cache_fit is not None  # the shuffle window fitted to the cache (stream.budget)
+    for _ in range(2):
+        ids = [i for b in dl for i in b["id"].tolist()]
+        assert sorted(ids) == list(range(N))
+        assert ShardCache.at(str(tmp_path / "cache")).usage().total_bytes <= limit
