@@ -92,7 +92,7 @@ def resolve_source(url_or_source: Any, **options: Any) -> Source:
     else:
         from petastream.parquet import ParquetSource as cls  # type: ignore[assignment]
     try:
-        return cls(url_or_source, **options)  # type: ignore[arg-type]
+        return cls(url_or_source, **options)
     except TypeError as e:
         if "unexpected keyword argument" not in str(e):
             raise

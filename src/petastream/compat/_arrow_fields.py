@@ -45,7 +45,7 @@ def numpy_type_from_arrow(arrow_type: pa.DataType) -> Any:
 def _arrow_schema(dataset: Any) -> pa.Schema:
     if isinstance(dataset, pa.Schema):
         return dataset
-    schema = getattr(dataset, "schema", None)
+    schema: Any = getattr(dataset, "schema", None)
     if hasattr(schema, "to_arrow_schema"):  # pyarrow's legacy ParquetDataset: a ParquetSchema
         schema = schema.to_arrow_schema()
     if not isinstance(schema, pa.Schema):
@@ -84,7 +84,8 @@ def unischema_fields_from_arrow(dataset: Any, omit_unsupported_fields: bool = Tr
     for arrow_field in schema:
         if arrow_field.name in partition_names:
             continue
-        arrow_type, shape = arrow_field.type, ()
+        arrow_type = arrow_field.type
+        shape: tuple[int | None, ...] = ()
         if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
             inner = arrow_type.value_type
             if pa.types.is_nested(inner):

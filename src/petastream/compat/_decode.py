@@ -146,7 +146,7 @@ def _binary_values(array: pa.Array) -> list[memoryview | None]:
         raise InvalidArgumentTypeError(f"expected a binary column, got {array.type}")
     offsets, data = _offsets_and_data(array)
     valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
-    raw = memoryview(data)
+    raw = data.data
     return [raw[offsets[i]: offsets[i + 1]] if valid is None or valid[i] else None
             for i in range(len(array))]
 
@@ -171,7 +171,7 @@ def _npy_column(array: pa.Array) -> np.ndarray | None:
     length = int(lengths[0])
     if not (lengths == length).all():
         return None
-    first = memoryview(data)[offsets[0]: offsets[0] + length]
+    first = data.data[offsets[0]: offsets[0] + length]
     header = _npy_header(first)
     if header is None:
         return None

@@ -16,7 +16,7 @@ function (``torch.as_tensor``, ``torch.from_numpy``, a dtype cast), without the 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,7 +57,8 @@ def load_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: in
                          **reader.loader_kwargs(min(rows_capacity, _ROWS_PER_ITEM)))
     parts: list[dict[str, Any]] = []
     loaded = 0
-    batches: Generator[dict[str, Any], None, None] = iter(loader)  # type: ignore[assignment]
+    # iter(BatchLoader) is a generator: closing it stops the pass
+    batches = cast(Generator[dict[str, Any], None, None], iter(loader))
     try:
         for batch in batches:
             take = min(len(next(iter(batch.values()))), rows_capacity - loaded)

@@ -65,7 +65,7 @@ class in_intersection(PredicateBase):  # noqa: N801
         value = values[self._predicate_field]
         if not isinstance(value, collections.abc.Iterable):
             raise ValueError("Predicate field should have iterable type")
-        return bool(np.isin(value, self._inclusion_values).any())
+        return bool(np.isin(np.asarray(value), self._inclusion_values).any())
 
 
 class in_lambda(PredicateBase):  # noqa: N801

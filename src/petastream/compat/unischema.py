@@ -64,7 +64,7 @@ class _NamedtupleCache:
         names = list(field_names)
         key = " ".join([parent_schema_name, *names])
         if key not in _NamedtupleCache._store:
-            _NamedtupleCache._store[key] = namedtuple(f"{parent_schema_name}_view", names)  # type: ignore[misc]
+            _NamedtupleCache._store[key] = namedtuple(f"{parent_schema_name}_view", names)
         return _NamedtupleCache._store[key]
 
 
@@ -125,7 +125,7 @@ class Unischema:
         schema's own field is used) and/or regular expressions matching whole field names."""
         fields = list(fields)
         patterns = [f for f in fields if isinstance(f, str)]
-        field_objects = [f for f in fields if isinstance(f, tuple)]
+        field_objects: list[Any] = [f for f in fields if isinstance(f, tuple)]  # UnischemaFields
         if len(patterns) + len(field_objects) != len(fields):
             raise ValueError('Elements of "fields" must be either a string (regular expressions) or '
                              "an instance of UnischemaField class.")
@@ -150,7 +150,7 @@ class Unischema:
         """The ``pyspark.sql.types.StructType`` of the stored columns."""
         import pyspark.sql.types as sql_types
 
-        return sql_types.StructType([sql_types.StructField(f.name, _field_spark_dtype(f), f.nullable)
+        return sql_types.StructType([sql_types.StructField(f.name, _field_spark_dtype(f), bool(f.nullable))
                                      for f in self._fields.values()])
 
     @classmethod
@@ -177,7 +177,7 @@ class Unischema:
 def dict_to_spark_row(unischema: Unischema, row_dict: dict[str, Any]) -> Any:
     """A ``pyspark.Row`` of ``row_dict`` encoded with the schema's codecs, in schema order.
     Missing nullable fields become None; the input dict is not modified."""
-    import pyspark
+    from pyspark.sql import Row
 
     if not isinstance(unischema, Unischema):
         raise InvalidArgumentTypeError(f"dict_to_spark_row: unischema must be a Unischema, got {type(unischema).__name__}")
@@ -187,7 +187,7 @@ def dict_to_spark_row(unischema: Unischema, row_dict: dict[str, Any]) -> Any:
         raise ValueError("Dictionary fields \n{}\n do not match schema fields \n{}".format(
             "\n".join(sorted(row)), "\n".join(unischema.fields)))
     names = list(unischema.fields)
-    values = []
+    values: list[Any] = []
     for name in names:
         field, value = unischema.fields[name], row[name]
         if value is None:
@@ -198,7 +198,7 @@ def dict_to_spark_row(unischema: Unischema, row_dict: dict[str, Any]) -> Any:
             values.append(field.codec.encode(field, value))
         else:
             values.append(value.tolist() if isinstance(value, np.generic) else value)
-    spark_row = pyspark.Row(*values)
+    spark_row = Row(*values)
     spark_row.__fields__ = names
     return spark_row
 

@@ -148,6 +148,8 @@ def wrong_type(encoding: str, expected: Any, value: Any, fix: str) -> EncodingTy
 class NumpyScalar(Encoding):
     """``uint8`` ... ``float64``: ``np.<t>(v).tobytes()``; decodes to a numpy scalar."""
 
+    dtype: np.dtype
+
     def __init__(self, name: str):
         self.name = name
         self.dtype = np.dtype(name).newbyteorder("<")

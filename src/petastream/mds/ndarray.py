@@ -114,7 +114,8 @@ class NDArray(Encoding):
         if self.shape is not None and arr.shape != self.shape:
             raise EncodingError(
                 f"Wrong shape: expected {self.shape}, got {arr.shape}. Reshape the array or declare "
-                f"the column 'ndarray:{self.value_dtype.name}' (any shape)")
+                f"the column 'ndarray:{arr.dtype.name if self.value_dtype is None else self.value_dtype.name}' "
+                "(any shape)")
         values = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
         if self.shape is not None:
             return values

@@ -172,8 +172,8 @@ def plan_pipeline(tree: Tree, bindings: Sequence[Binding]) -> Policy:
         if call is not None and _literal_urls(first_argument(call, _CONTEXT_MANAGERS[member.path])):
             policy.blocked[member.path] = _reads_parquet(member.path)
     for path, reader in COMPAT_READERS.items():
-        group = [m for m in found if m.path == path]
-        if group and (reader.reads == ANY_DATASET or all(_reads_converter_files(m, parents) for m in group)):
+        calls = [m for m in found if m.path == path]
+        if calls and (reader.reads == ANY_DATASET or all(_reads_converter_files(m, parents) for m in calls)):
             policy.promoted[path] = reader.target
     # readers and TF helpers compat does not take over: where pipelines stay, in file order
     roots = list(dict.fromkeys(m.path for m in found if isinstance(policy.resolve(m.written), Unsupported)))

@@ -84,7 +84,7 @@ def select(source: Any, metadata: Any, schema: Any, expr: Any, partition: Any, l
     frag = ds.ParquetFileFormat().make_fragment(source, filesystem=fs, partition_expression=partition)
     try:
         kept = frag.split_by_row_group(expr, schema=schema)
-        out = []
+        out: list[tuple[int, np.ndarray | None]] = []
         for part in kept:
             rg = part.row_groups[0].id
             if metadata.row_group(rg).num_rows == 0:

@@ -143,7 +143,7 @@ class RangeFile(io.RawIOBase):
         self._pos = max(0, base + offset)
         return self._pos
 
-    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, n: int = -1) -> bytes:
         start = self._pos
         stop = self._size if n is None or n < 0 else min(self._size, start + n)
         if stop <= start:
@@ -152,7 +152,7 @@ class RangeFile(io.RawIOBase):
         self._pos = stop
         return out
 
-    def readinto(self, b: Any) -> int:  # type: ignore[override]
+    def readinto(self, b: Any) -> int:
         data = self.read(len(b))
         b[:len(data)] = data
         return len(data)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.spark import UnsupportedColumnError
@@ -86,13 +86,18 @@ def _is_text(t: Any) -> str | None:
     return None
 
 
+class _Common(TypedDict):
+    partition: bool
+    arrow_type: str
+
+
 def spec_for(name: str, t: Any, length: int | None = None, partition: bool = False) -> ColumnSpec:
     """The :class:`ColumnSpec` of a column of Arrow type ``t``; ``length``: a list column's
     declared fixed length (``array_lengths``)."""
     import pyarrow as pa
 
     ty = t.value_type if pa.types.is_dictionary(t) else t
-    common = {"partition": partition, "arrow_type": str(t)}
+    common = _Common(partition=partition, arrow_type=str(t))
     number = _numpy_name(ty)
     if number is not None:
         if pa.types.is_boolean(ty):

@@ -131,26 +131,28 @@ def _written_name(obj: Any) -> tuple[str, str] | None:
     if obj is _NUMPY_SCALAR:
         return "numpy.core.multiarray", "scalar"
     if isinstance(obj, type):
-        if issubclass(obj, np.generic) and getattr(np, _numpy_name(obj), None) is obj:
-            return "numpy", _numpy_name(obj)
+        name = _numpy_name(obj) if issubclass(obj, np.generic) else None
+        if name is not None and getattr(np, name, None) is obj:
+            return "numpy", name
         for key, cls in _PETASTORM_CLASSES.items():
             if cls is obj:
                 return key
     return None
 
 
-class _PetastormPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
+class _PetastormPickler(pickle._Pickler):
     # The pure-Python pickler: its save_global can name a class after a module that does not
     # exist here (petastorm), which the C pickler refuses to do.
     def save_global(self, obj: Any, name: str | None = None) -> None:
+        pickler: Any = self  # typeshed leaves the pure-Python pickler's internals out
         target = _written_name(obj)
         if target is None:
-            super().save_global(obj, name)
+            pickle._Pickler.save_global(pickler, obj, name)  # type: ignore[attr-defined]
             return
-        self.save(target[0])
-        self.save(target[1])
-        self.write(pickle.STACK_GLOBAL)
-        self.memoize(obj)
+        pickler.save(target[0])
+        pickler.save(target[1])
+        pickler.write(pickle.STACK_GLOBAL)
+        pickler.memoize(obj)
 
 
 def petastorm_dumps(obj: Any) -> bytes:

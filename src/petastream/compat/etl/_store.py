@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from petastream.errors import InvalidArgumentTypeError
 from petastream.mds.storage import Location, resolve
 
-__all__ = ["RowGroupPiece", "locate", "list_pieces", "read_key_value_metadata", "row_groups_per_file",
+__all__ = ["Location", "RowGroupPiece", "locate", "list_pieces", "read_key_value_metadata", "row_groups_per_file",
            "footer", "open_file", "write_common_metadata", "partition_keys", "pieces_from_counts", "json_counts",
            "summary_counts", "COMMON_METADATA", "SUMMARY_METADATA"]
 
