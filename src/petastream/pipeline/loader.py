@@ -94,6 +94,9 @@ class BatchLoader:
       in the iterating thread.
     * ``stages``: ``PassRun -> PassRun`` functions wrapped around each pass's run, in order, in
       the iterating thread (``loader.stages`` is a list: adapters append to it).
+    * ``superseded``: what pulling an iterator does after a newer iteration took the position
+      over: ``"raise"`` (:class:`~petastream.errors.SupersededError`) or ``"stop"`` (tf.data,
+      which may open the next epoch's iterator before it finalizes the last).
 
     A shuffled read of a source that goes through a shard cache with a ``cache_limit`` smaller
     than the source, with neither ``window`` nor ``block_size`` given, gets the window and
