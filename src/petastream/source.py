@@ -21,6 +21,10 @@ Reads return ``{column: numpy array | petastream.mds.ndarray.Ragged}``: fixed-si
 arrays of shape ``(rows, *value_shape)``, str/bytes/decimal values as object arrays,
 variable-length arrays as ``Ragged``.
 
+A source whose reads depend on the epoch (a mixture: which samples of each stream) has
+``for_epoch(seed, epoch) -> Source``: each pass reads through ``source.for_epoch`` of its plan's
+seed and epoch (see :class:`petastream.pipeline.work.PassWork`).
+
 A source crosses into worker processes: it must pickle (reopening what it holds open), and
 :meth:`Source.reopener` gives what reopens it in another process of this node with the same
 cache settings.
@@ -124,7 +128,8 @@ def is_source(value: Any) -> bool:
 
 
 def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) -> Source:
-    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, else the
+    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, a
+    :class:`petastream.mix.MixtureSource` for a list of :class:`petastream.Stream`, else the
     dataset at that URL opened with ``options`` (an MDS dataset: ``index.json`` there)."""
     if is_source(url_or_source):
         if options:
@@ -132,9 +137,14 @@ def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) ->
                 f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
                 f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
         return url_or_source  # type: ignore[no-any-return]
+    if isinstance(url_or_source, (list, tuple)):  # a mixture: [petastream.Stream, ...]
+        from petastream.mix import mixture
+
+        return mixture(url_or_source, dataset_options=options)
     if not isinstance(url_or_source, (str, os.PathLike)):
         raise InvalidArgumentTypeError(
-            f"a loader reads a dataset URL or path (str) or a petastream Source, got "
+            f"a loader reads a dataset URL or path (str), a petastream Source or a list of "
+            f"petastream.Stream, got "
             f"{type(url_or_source).__name__}")
     from petastream.mds.dataset import MDSDataset
 
