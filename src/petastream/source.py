@@ -143,8 +143,8 @@ def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) ->
         return mixture(url_or_source, dataset_options=options)
     if not isinstance(url_or_source, (str, os.PathLike)):
         raise InvalidArgumentTypeError(
-            f"a loader reads a dataset URL or path (str), a petastream Source or a list of "
-            f"petastream.Stream, got "
+            f"a loader reads a dataset URL or path (str), a list of petastream.Stream (a mixture) "
+            f"or a petastream Source, got "
             f"{type(url_or_source).__name__}")
     from petastream.mds.dataset import MDSDataset
 
