@@ -39,7 +39,7 @@ from petastream.errors import InvalidArgumentError
 from petastream.mds.columns import scatter_columns
 from petastream.mix.stream import Stream, epoch_counts, largest_remainder
 from petastream.source import Source, is_source, open_source, read_ids
-from petastream.stream.grouping import shard_offsets
+from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 
 __all__ = ["MixtureSource", "mixture"]
 
@@ -194,15 +194,26 @@ class MixtureSource:
         return self.sources[i].read(self.stream_ids(shard, local), columns)
 
     def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
-        """One read per stream of its rows in the block, the streams' parts scattered into place."""
-        ids: dict[int, list[np.ndarray]] = {}
+        """One ``read_parts`` per stream of its rows in the block, in the order its groups come
+        (a whole copy's group is its real shard's group as is: no regrouping on the hot path),
+        the streams' parts then scattered into place."""
+        real: dict[int, list[ShardGroup]] = {}
         pos: dict[int, list[np.ndarray]] = {}
+        done: dict[int, int] = {}  # rows of each stream's part so far
         for g in groups:
-            i = int(self._stream[g.shard])
-            ids.setdefault(i, []).append(self.stream_ids(g.shard, np.asarray(g.local_ids, np.int64)))
+            i, j, k = int(self._stream[g.shard]), int(self._real[g.shard]), len(g.local_ids)
+            a = done.get(i, 0)
+            if self._first[g.shard] < 0:
+                parts = [ShardGroup(j, g.local_ids, np.arange(a, a + k))]
+            else:
+                ids = self.stream_ids(g.shard, np.asarray(g.local_ids, np.int64))
+                parts = [p._replace(positions=p.positions + a)
+                         for p in group_by_shard(ids, self.sources[i].shard_offsets)]
+            real.setdefault(i, []).extend(parts)
             pos.setdefault(i, []).append(np.asarray(g.positions))
-        parts = [self.sources[i].read(np.concatenate(ids[i]), columns) for i in ids]
-        return scatter_columns(parts, [np.concatenate(pos[i]) for i in ids], n)
+            done[i] = a + k
+        blocks = [self.sources[i].read_parts(real[i], done[i], columns) for i in real]
+        return scatter_columns(blocks, [np.concatenate(pos[i]) for i in real], n)
 
     # -- cache hooks -----------------------------------------------------------------------------
     def _real_shards(self, shard: int) -> list[int]:
