@@ -4,12 +4,10 @@
 
 The 'tabular' rows (:mod:`benchmarks.workloads`) are written once as one MDS dataset and once
 split into two halves. Per round, alternating (so machine load hits both alike), one shuffled
-epoch of ``BatchLoader`` (numpy batches of 1024, 2 decode threads) over: the single dataset;
-``[Stream(half_a), Stream(half_b)]`` (the same rows, whole copies); and
-``[Stream(half_a, choose=n/2), Stream(half_b, repeat=1.0)]`` with the first half drawn as a
-partial selection every epoch (choose beyond a whole copy is the costlier path: the
-selection's draw and the gather through it) is measured as ``choose``: choose=n/2 of the half is
-a whole copy, so it uses ``choose = n/2 - 1``. Best epoch of each round; median over rounds;
+epoch of ``BatchLoader`` (numpy batches of 1024, 2 decode threads) over: ``single``, the one
+dataset; ``mixture``, ``[Stream(half_a), Stream(half_b)]`` (the same rows as whole copies);
+``choose``, ``[Stream(half_a, choose=n/2 - 1), Stream(half_b)]`` (a partial selection drawn
+every epoch: the costlier path, a draw and a gather through it). Best epoch of each round; median over rounds;
 the ratios are mixture / single.
 """
 
