@@ -136,8 +136,9 @@ def test_columns_must_agree_and_the_error_names_them():
 
 
 def test_a_list_must_hold_streams():
+    # (a list of URLs alone is Parquet files, as Petastorm's make_batch_reader takes them)
     with pytest.raises(InvalidArgumentError, match="must hold petastream.Stream values"):
-        BatchLoader(["some/url"], 2)
+        BatchLoader([Stream(_sources()[0]), "some/url"], 2)
 
 
 def test_pickled_mixture_reads_the_same_epoch():
