@@ -23,6 +23,7 @@ from typing import Any
 import torch.utils.data
 from filelock import FileLock
 
+from petastream._parent_death import exit_with_parent
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import PassWork
 from petastream.torch._convert import to_tensors
@@ -120,6 +121,8 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         ld = self._loader
         ld.driver.check_nonempty()
         w, workers = worker_slot()
+        if torch.utils.data.get_worker_info() is not None:
+            exit_with_parent()  # a worker of a killed trainer would otherwise live on, pinning shards
         ld.planner.start_epoch(self._ledger.begin(w, workers))
         plan = ld.planner.plan()
         work = PassWork(ld.dataset, plan, ld.columns, ld.transform, to_tensors,
