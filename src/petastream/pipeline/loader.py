@@ -12,6 +12,7 @@ Adapters change three hooks: ``_convert`` (a picklable function run in the worke
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +23,7 @@ from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.threads import ThreadRun
 from petastream.pipeline.work import PassWork
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner, fit_to_cache
-from petastream.stream.budget import reach
+from petastream.stream.budget import reach, refit_advice
 
 __all__ = ["BatchLoader"]
 
@@ -140,6 +141,13 @@ class BatchLoader:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """The next iteration resumes where ``state`` stands."""
         self.driver.load_state_dict(state)
+        if self.cache_fit is not None and self.dataset.cache_limit is not None:
+            # The state's window replaced the one fitted to the cache (adopt_order): say so.
+            p = self.planner
+            advice = refit_advice(self.cache_fit, p.window, p.block_size, p.epoch, self.dataset.shard_sizes,
+                                  self.dataset.cached_shard_bytes(), self.dataset.cache_limit)
+            if advice is not None:
+                warnings.warn(advice, UserWarning, stacklevel=2)
 
     # -- one pass -----------------------------------------------------------------------------
     def _work(self, plan: EpochPlan) -> PassWork:
