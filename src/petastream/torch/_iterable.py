@@ -23,6 +23,7 @@ from typing import Any
 import torch.utils.data
 from filelock import FileLock
 
+from petastream.parent_death import exit_with_parent
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.source import Source
 from petastream.torch._loader import TorchLoader
@@ -129,6 +130,8 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         ld = self._loader
         ld.driver.check_nonempty()
         w, workers = worker_slot()
+        if torch.utils.data.get_worker_info() is not None:
+            exit_with_parent()  # a worker of a killed trainer would otherwise live on, pinning shards
         ld.planner.start_epoch(self._ledger.begin(w, workers))
         work = ld.pass_work(ld.planner.plan(), workers)
         return (batch for _, batch in work(w, workers))
