@@ -17,8 +17,8 @@ import time
 import numpy as np
 import pytest
 
-from petastream.parent_death import pid_alive
 from petastream.mds.writer import write_mds
+from petastream.parent_death import pid_alive
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds a process's children in /proc"),

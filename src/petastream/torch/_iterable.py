@@ -23,8 +23,8 @@ from typing import Any
 import torch.utils.data
 from filelock import FileLock
 
-from petastream.parent_death import exit_with_parent
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.parent_death import exit_with_parent
 from petastream.source import Source
 from petastream.torch._loader import TorchLoader
 from petastream.torch._processes import worker_slot

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch.utils.data
 
-from petastream.parent_death import ExitWithParent
 from petastream.errors import WorkerDiedError
+from petastream.parent_death import ExitWithParent
 from petastream.pipeline.ordered import PassOrder
 from petastream.pipeline.work import PassWork
 
