@@ -78,16 +78,17 @@ def main() -> None:
     p.add_argument("--after", type=Path, default=ROOT, help="checkout after (default: this one)")
     p.add_argument("--rows", type=int, default=300_000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--loaders", nargs="*", choices=LOADERS, default=list(LOADERS))
     args = p.parse_args()
     url = prepare("tabular", args.rows)["mds"]
     got: dict[tuple[str, str], list[dict[str, float]]] = {}
     for r in range(args.rounds):
-        for which in LOADERS:
+        for which in args.loaders:
             for name, tree in (("before", args.before), ("after", args.after))[:: 1 if r % 2 == 0 else -1]:
                 got.setdefault((which, name), []).append(measure(tree, url, which))
     print(f"'tabular', {args.rows} rows, batches of {BATCH}, medians of {args.rounds} interleaved rounds")
     print("| loader | metric | before | after | after/before |\n|---|---|---:|---:|---:|")
-    for which in LOADERS:
+    for which in args.loaders:
         for metric, unit in (("first", "s to first batch"), ("fresh", "rows/s, fresh loader's epoch"),
                              ("steady", "rows/s, later epochs")):
             b = statistics.median(x[metric] for x in got[(which, "before")])

@@ -85,6 +85,9 @@ class ArrowSource:
     def close(self) -> None:
         self.closed += 1
 
+    def for_epoch(self, seed: int, epoch: int) -> ArrowSource:
+        return self  # an epoch reads the same samples (the Source protocol)
+
     def reopener(self) -> Callable[[], Source]:
         return functools.partial(_same, self)  # pickled with its table by whoever sends it
 

@@ -136,3 +136,15 @@ def test_device_staging_moves_batches_to_a_non_cpu_device(url):
     # 'meta' is a real torch device without a GPU: the staging stage's plain .to(device) path.
     batches = list(loader(url, 100, device="meta", columns=["id", "x"]))
     assert len(batches) == 15 and all(b["x"].device.type == "meta" for b in batches)
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_iterable_dataset_in_spawned_dataloader_workers(url, context):
+    """A user's DataLoader with spawn or forkserver workers pickles the dataset into them: the
+    loader's locks and threads stay behind, and each worker rebuilds it (every row once)."""
+    import torch.utils.data
+
+    ds = MDSIterableDataset(url, 50, shuffle=True, seed=4)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=context)
+    ids = sorted(int(i) for b in dl for i in b["id"])
+    assert ids == list(range(len(ds._loader.dataset)))

@@ -21,6 +21,8 @@ _LAZY = {
     "write_mds": "petastream.mds.writer",
     "merge_index": "petastream.mds.index",
     "PetastreamError": "petastream.errors",
+    "Stream": "petastream.mix.stream",
+    "mixture": "petastream.mix.source",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -21,6 +21,10 @@ Reads return ``{column: numpy array | petastream.mds.ndarray.Ragged}``: fixed-si
 arrays of shape ``(rows, *value_shape)``, str/bytes/decimal values as object arrays,
 variable-length arrays as ``Ragged``.
 
+Each pass reads through ``source.for_epoch(seed, epoch)`` of its plan (see
+:class:`petastream.pipeline.work.PassWork`): the source itself, except where reads depend on the
+epoch (a mixture: which samples of each stream).
+
 A source crosses into worker processes: it must pickle (reopening what it holds open), and
 :meth:`Source.reopener` gives what reopens it in another process of this node with the same
 cache settings.
@@ -117,6 +121,11 @@ class Source(Protocol):
         this process's cache directory and limit."""
         ...
 
+    def for_epoch(self, seed: int, epoch: int) -> Source:
+        """The source as epoch ``epoch`` of an order seeded ``seed`` reads it: itself, unless
+        its reads depend on the epoch (a mixture's selection of each stream's samples)."""
+        ...
+
 
 def is_source(value: Any) -> bool:
     """Whether ``value`` is a :class:`Source` (structurally: it has the protocol's members)."""
@@ -124,7 +133,8 @@ def is_source(value: Any) -> bool:
 
 
 def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) -> Source:
-    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one, else what is
+    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one; a
+    :class:`petastream.mix.MixtureSource` for a list of :class:`petastream.Stream`; else what is
     at that URL (or list of URLs) opened with ``options``: an MDS dataset where ``index.json``
     is, else Parquet files (:func:`petastream.sources.resolve_source` decides)."""
     if is_source(url_or_source):
@@ -133,10 +143,15 @@ def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) ->
                 f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
                 f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
         return url_or_source
+    if isinstance(url_or_source, (list, tuple)) and url_or_source:
+        from petastream.mix import Stream, mixture
+
+        if any(isinstance(s, Stream) for s in url_or_source):  # a mixture: [petastream.Stream, ...]
+            return mixture(url_or_source, dataset_options=options)
     if not isinstance(url_or_source, (str, os.PathLike, list, tuple)):
         raise InvalidArgumentTypeError(
-            f"a loader reads a dataset URL or path (str), a list of Parquet URLs, or a petastream "
-            f"Source, got {type(url_or_source).__name__}")
+            f"a loader reads a dataset URL or path (str), a list of Parquet URLs, a list of "
+            f"petastream.Stream (a mixture), or a petastream Source, got {type(url_or_source).__name__}")
     from petastream.sources import resolve_source
 
     return resolve_source(url_or_source, **dict(options or {}))

@@ -4,6 +4,9 @@ the limit, resumes into the same order, and a limit too small for any shuffle is
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -82,3 +85,68 @@ def test_a_limit_too_small_to_shuffle_names_the_minimum(tmp_path):
     ids = np.concatenate([b["id"] for b in BatchLoader(ds, 100, shuffle=True, window=500, block_size=500)])
     np.testing.assert_array_equal(np.sort(ids), np.arange(N_ROWS))
     assert BatchLoader(ds, 100).cache_fit is None
+
+
+def _resumed(ds, state, **kwargs):
+    loader = BatchLoader(ds, 100, shuffle=True, seed=3, num_workers=2, **kwargs)
+    loader.load_state_dict(state)
+    return loader
+
+
+@pytest.mark.cloud
+@pytest.mark.timeout(300)
+def test_a_state_saved_without_a_limit_warns_when_resumed_under_one(recorded_bucket, tmp_path, monkeypatch):
+    """The state's default window wins over the fitted one (the order must stay the saved
+    one): resuming says what that costs in downloads, and both ways out work."""
+    url, server, _ = recorded_bucket
+    _write(f"{url}/ds", n=N_ROWS, size_limit=40_000)
+    probe = petastream.open(f"{url}/ds")
+    shards, raw = probe.num_shards, int(probe.cached_shard_bytes().sum())
+    monkeypatch.setattr("petastream.pipeline.decode._MAX_CHUNK_BYTES", 64_000)  # as in the test above
+    saving = BatchLoader(petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "saved")), 100,
+                         shuffle=True, seed=3, num_workers=2)
+    it = iter(saving)
+    head = np.concatenate([next(it)["id"] for _ in range(5)])
+    state = saving.state_dict()
+    limit = raw // 3
+
+    server.reset()
+    ds = petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "limited"), cache_limit=limit)
+    with pytest.warns(UserWarning, match=r"resumed state's shuffle \(window=262144, .* replaces the one fitted "
+                                         r"to cache_limit=.*downloaded again, several times per epoch") as caught:
+        resumed = _resumed(ds, state)
+    rest = np.concatenate([b["id"] for b in resumed])
+    np.testing.assert_array_equal(np.sort(np.concatenate([head, rest])), np.arange(N_ROWS))
+    assert sum(server.shard_gets().values()) > 2 * shards  # the cost it warns of is real
+    message = str(caught[0].message)
+    assert "set_epoch(1)" in message and str(caught[0].filename) == __file__  # points at the caller
+
+    # Way out 1: the limit it names keeps the saved order with each shard fetched once.
+    enough = int(float(re.search(r"raise cache_limit to ([\d.]+) MB", message).group(1)) * 1e6)
+    assert limit < enough
+    server.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "enough"), cache_limit=enough)
+        list(_resumed(ds, state))
+    assert set(server.shard_gets().values()) == {1}
+    # Way out 2: the next epoch on a loader of its own gets the fitted window back.
+    server.reset()
+    ds = petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "refit"), cache_limit=limit)
+    refit = BatchLoader(ds, 100, shuffle=True, seed=3, num_workers=2)
+    refit.set_epoch(1)
+    list(refit)
+    assert refit.planner.window == refit.cache_fit.window and sum(server.shard_gets().values()) <= 1.2 * shards
+
+
+def test_a_state_that_carries_the_fitted_window_resumes_without_a_warning(tmp_path):
+    url = _write(str(tmp_path / "ds"), n=N_ROWS, size_limit=40_000)
+    raw = int(petastream.open(url).cached_shard_bytes().sum())
+    ds = petastream.open(url, cache_dir=str(tmp_path / "c"), cache_limit=raw // 3)
+    first = BatchLoader(ds, 100, shuffle=True, seed=3, num_workers=2)
+    it = iter(first)
+    next(it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resumed = _resumed(ds, first.state_dict())
+    assert resumed.planner.window == resumed.cache_fit.window

@@ -57,6 +57,7 @@ from typing import Any, BinaryIO
 from filelock import FileLock, Timeout
 
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
+from petastream.mds._holders import describe_holders, pin_holders
 from petastream.mds.announce import Announcements
 from petastream.mds.sizes import human
 
@@ -124,6 +125,7 @@ class CacheUsage:
     pinned: int = 0
     pinned_bytes: int = 0
     files: list[_File] = field(default_factory=list, repr=False)
+    pinned_paths: list[str] = field(default_factory=list, repr=False)  # with count_pinned
 
     @property
     def total_bytes(self) -> int:
@@ -301,15 +303,24 @@ class ShardCache:
                     pressured = True
                     continue
             if time.monotonic() > deadline:
-                usage = self.usage(count_pinned=True)
-                raise CacheFullError(
-                    f"cache {self.root} is full: {human(usage.total_bytes)} of cache_limit="
-                    f"{human(limit or 0)} held, {human(usage.pinned_bytes)} of it by shards being "
-                    f"read, and no room for a shard of {human(size)} after {self.full_timeout:.0f}s; "
-                    "raise cache_limit, or read with fewer processes or less read-ahead"
-                )
+                raise self._full_error(size, limit)
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+    def _full_error(self, size: int, limit: int | None) -> CacheFullError:
+        usage = self.usage(count_pinned=True)
+        holders = pin_holders(usage.pinned_paths)
+        me = os.getpid()
+        hint = ("; or end the other processes holding them (workers a killed job left behind?)"
+                if any(pid != me for pid in holders) else "")
+        pinned = f" (pinned by {describe_holders(holders, me)})" if usage.pinned else ""
+        return CacheFullError(
+            f"cache {self.root} is full: {human(usage.total_bytes)} of cache_limit="
+            f"{human(limit or 0)} held, {human(usage.pinned_bytes)} of it by {usage.pinned} shards "
+            f"being read{pinned}, and no room for a shard of {human(size)} after "
+            f"{self.full_timeout:.0f}s; raise cache_limit, or read with fewer processes or less "
+            f"read-ahead{hint}"
+        )
 
     def _make_room(self, need: int, limit: int | None) -> bool:
         usage = self.usage()
@@ -393,6 +404,7 @@ class ShardCache:
                 if count_pinned and _is_pinned(f.path):
                     usage.pinned += 1
                     usage.pinned_bytes += f.size
+                    usage.pinned_paths.append(f.path)
         return usage
 
     def prune(self, to_bytes: int | None = None) -> tuple[int, int]:

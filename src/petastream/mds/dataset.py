@@ -262,6 +262,9 @@ class MDSDataset:
         if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
             self.cache.announce()
 
+    def for_epoch(self, seed: int, epoch: int) -> MDSDataset:
+        return self  # an epoch reads the same samples (the Source protocol)
+
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
         their file descriptors (loaders call it when an iteration ends). Reading again reopens

@@ -17,7 +17,6 @@ import os
 import posixpath
 import shutil
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from petastream.errors import MissingExtraError, StorageError
@@ -67,17 +66,46 @@ def is_remote_mount(path: str) -> bool:
     return False
 
 
-@dataclass
 class Location:
-    """A directory: a local path (``fs`` None) or an fsspec filesystem and path."""
+    """A directory: a local path (``fs`` None) or an fsspec filesystem and path.
 
-    url: str
-    path: str
-    fs: Any = field(default=None, repr=False)
+    ``fs`` is reopened in a forked child (DataLoader workers, ``multiprocessing`` with the
+    ``fork`` start method): an async fsspec filesystem (s3, gcs, abfs, http) is bound to its
+    creator's event-loop thread, which the child lacks ("This class is not fork-safe").
+    """
+
+    def __init__(self, url: str, path: str, fs: Any = None):
+        self.url, self.path = url, path
+        self._fs = fs
+        self._pid = os.getpid()  # the process ``_fs`` belongs to; a forked child sees its parent's
+
+    def __repr__(self) -> str:
+        return f"Location(url={self.url!r}, path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Location):
+            return NotImplemented
+        return (self.url, self.path, self._fs) == (other.url, other.path, other._fs)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The filesystem pickles as fsspec's recipe (class, arguments) and is rebuilt by the
+        # receiver in its own process: the pid recorded here must not travel with it.
+        return {"url": self.url, "path": self.path, "_fs": self._fs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _pid=os.getpid())
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is not None and self._pid != os.getpid():
+            self._fs, self._pid = _reopen(self._fs), os.getpid()
+        return self._fs
 
     @property
     def is_local(self) -> bool:
-        return self.fs is None
+        return self._fs is None
 
     def child(self, name: str) -> Location:
         return Location(self.child_url(name), self._join(name), self.fs)
@@ -217,6 +245,18 @@ class Location:
             if os.path.exists(tmp):
                 os.remove(tmp)
             raise
+
+
+def _reopen(fs: Any) -> Any:
+    """The filesystem ``fs`` as this (forked) process's own instance: fsspec's pickling recipe
+    (``fs.__reduce__()``: the class and its arguments), which goes through the class's
+    instance cache; fsspec clears that cache and its event loop in a forked child, so the
+    result is a fresh instance on the child's own loop, as a ``spawn`` worker would build."""
+    try:
+        make, args = fs.__reduce__()[:2]
+        return make(*args)
+    except Exception:  # a filesystem that cannot be rebuilt: the inherited one, as before
+        return fs
 
 
 # Fields that change when an object is rewritten, most specific first (S3/Azure, GCS, others).

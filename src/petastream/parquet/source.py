@@ -194,6 +194,9 @@ class ParquetSource:
         # lists the files to check they did not change, and resolves its own cache settings.
         return _restore, (self.plan, self._kwargs)
 
+    def for_epoch(self, seed: int, epoch: int) -> ParquetSource:
+        return self  # an epoch reads the same rows (the Source protocol)
+
     def reopener(self) -> Callable[[], ParquetSource]:
         """What reopens this source in another process of this node, with this process's cache
         directory and limit (see :meth:`petastream.mds.dataset.MDSDataset.reopener`)."""

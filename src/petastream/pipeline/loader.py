@@ -20,6 +20,7 @@ overrides a method of this class.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
 from petastream.source import Source, open_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
-from petastream.stream.budget import LoaderBudget
+from petastream.stream.budget import LoaderBudget, refit_advice
 
 __all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers"]
 
@@ -94,6 +95,9 @@ class BatchLoader:
       in the iterating thread.
     * ``stages``: ``PassRun -> PassRun`` functions wrapped around each pass's run, in order, in
       the iterating thread (``loader.stages`` is a list: adapters append to it).
+    * ``superseded``: what pulling an iterator does after a newer iteration took the position
+      over: ``"raise"`` (:class:`~petastream.errors.SupersededError`) or ``"stop"`` (tf.data,
+      which may open the next epoch's iterator before it finalizes the last).
 
     A shuffled read of a source that goes through a shard cache with a ``cache_limit`` smaller
     than the source, with neither ``window`` nor ``block_size`` given, gets the window and
@@ -190,6 +194,13 @@ class BatchLoader:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """The next iteration resumes where ``state`` stands."""
         self.driver.load_state_dict(state)
+        if self.cache_fit is not None and self.dataset.cache_limit is not None:
+            # The state's window replaced the one fitted to the cache (adopt_order): say so.
+            p = self.planner
+            advice = refit_advice(self.cache_fit, p.window, p.block_size, p.epoch, self.dataset.shard_sizes,
+                                  self.dataset.cached_shard_bytes(), self.dataset.cache_limit)
+            if advice is not None:
+                warnings.warn(advice, UserWarning, stacklevel=2)
 
     def close(self) -> None:
         """Give up the workers the executor keeps between passes (a later iteration starts

@@ -69,16 +69,17 @@ class PassWork:
 
     def __call__(self, worker_id: int = 0, num_workers: int = 1) -> Iterator[tuple[int, Any]]:
         transform, convert = self.transform, self.convert
+        dataset = self.dataset.for_epoch(self.plan.order.seed, self.plan.order.epoch)
         if self.group is not None:
             if transform is not None or convert is None:
                 raise InvalidArgumentError("batch groups need a convert to a tuple of parts and no transform")
-            for index, rows, n in decode_groups(self.dataset, self.plan, self.group, worker_id,
+            for index, rows, n in decode_groups(dataset, self.plan, self.group, worker_id,
                                                 num_workers, self.columns, self.logical,
                                                 self.readahead, self.max_chunk, self.ahead_windows):
                 parts = convert(rows)
                 yield index, BatchGroup(parts, n)
             return
-        for index, batch in decode_batches(self.dataset, self.plan, worker_id, num_workers,
+        for index, batch in decode_batches(dataset, self.plan, worker_id, num_workers,
                                            self.columns, self.logical, self.readahead,
                                            self.max_chunk, self.ahead_windows):
             if transform is not None:

@@ -51,7 +51,7 @@ from petastream.stream._checks import shard_sizes_array
 from petastream.stream.order import DEFAULT_WINDOW
 
 __all__ = ["CacheFit", "LoaderBudget", "MIN_SHARDS", "chunk_samples", "fit_to_cache", "local_readers",
-           "reach", "reader_shares", "span_bytes"]
+           "reach", "reader_shares", "refit_advice", "span_bytes"]
 
 log = logging.getLogger("petastream.stream")
 
@@ -171,6 +171,34 @@ def fit_to_cache(
     return CacheFit(block_size=int(sizes.max()), window=lo, working_bytes=working, reason=reason)
 
 
+def refit_advice(fit: CacheFit, window: int, block_size: int, epoch: int,
+                 shard_sizes: Sequence[int] | np.ndarray, shard_bytes: Sequence[int] | np.ndarray,
+                 cache_limit: int) -> str | None:
+    """Why an order a resumed state brings (its ``window`` and ``block_size``, adopted in
+    place of ``fit``'s) downloads shards again and again under ``cache_limit``, and what to do;
+    None when it fits the cache as well. The cache it needs is estimated as
+    :func:`fit_to_cache` sizes it (whole-shard blocks: a lower bound for smaller blocks)."""
+    if window <= fit.window and block_size == fit.block_size:
+        return None
+    sizes = shard_sizes_array(shard_sizes)
+    samples, nbytes = sizes[sizes > 0], np.asarray(shard_bytes, dtype=np.int64)[sizes > 0]
+    if not samples.size:
+        return None
+    reach_samples = min(int(samples.sum()), 2 * max(window, block_size))
+    need = span_bytes(samples, nbytes, reach_samples) + int(nbytes.max())
+    if need <= cache_limit:
+        return None
+    return (f"the resumed state's shuffle (window={window}, block_size={block_size}) replaces the "
+            f"one fitted to cache_limit={_mb(cache_limit)} (window={fit.window}, block_size="
+            f"{fit.block_size}): its windows span about {_mb_up(need)} of shards, more than the cache "
+            "holds, so shards are evicted before their window is done and downloaded again, "
+            "several times per epoch, in this and every later epoch of this loader. To keep the "
+            f"saved order without that, raise cache_limit to {_mb_up(need)} or more; to refit, "
+            f"start the next epoch on a loader without load_state_dict (set_epoch({epoch + 1}): "
+            f"what is left of epoch {epoch} is skipped). States saved with cache_limit set carry "
+            "the fitted window")
+
+
 def reach(window: int, batch_size: int, world_size: int, workers: int, chunk: int,
           readahead: int) -> tuple[int, int, bool]:
     """``(chunk, readahead, fits)``: a worker's chunk (samples, whole batches) and read-ahead
@@ -271,3 +299,8 @@ class LoaderBudget:
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
+
+
+def _mb_up(n: int) -> str:
+    """``n`` bytes in MB rounded up: a size to set that is at least ``n``."""
+    return f"{-(-n // 100_000) / 10:.1f} MB"

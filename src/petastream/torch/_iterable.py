@@ -24,6 +24,7 @@ import torch.utils.data
 from filelock import FileLock
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.parent_death import exit_with_parent
 from petastream.source import Source
 from petastream.torch._loader import TorchLoader
 from petastream.torch._processes import worker_slot
@@ -112,7 +113,21 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                                    block_size=block_size, window=window, transform=transform,
                                    dataset_options=dataset_options, logical_types=logical_types,
                                    readahead=readahead)
+        # What rebuilds the loader where this dataset is unpickled (DataLoader workers started
+        # with spawn or forkserver): the opened source (it pickles by reopening) and the rest.
+        ld = self._loader
+        self._args = dict(dataset=ld.dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                          drop_last=drop_last, columns=columns, num_workers=1, rank=ld.planner.rank,
+                          world_size=ld.planner.world_size, block_size=block_size, window=window,
+                          transform=transform, logical_types=logical_types, readahead=readahead)
         self._ledger = _IterationLedger()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"args": self._args, "ledger": self._ledger}  # not the loader's locks and threads
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._args, self._ledger = state["args"], state["ledger"]
+        self._loader = TorchLoader(**self._args)
 
     def __len__(self) -> int:
         """Batches per epoch (per rank)."""
@@ -129,6 +144,8 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         ld = self._loader
         ld.driver.check_nonempty()
         w, workers = worker_slot()
+        if torch.utils.data.get_worker_info() is not None:
+            exit_with_parent()  # a worker of a killed trainer would otherwise live on, pinning shards
         ld.planner.start_epoch(self._ledger.begin(w, workers))
         work = ld.pass_work(ld.planner.plan(), workers)
         return (batch for _, batch in work(w, workers))

@@ -20,6 +20,7 @@ from typing import Any
 import torch.utils.data
 
 from petastream.errors import WorkerDiedError
+from petastream.parent_death import ExitWithParent
 from petastream.pipeline.ordered import PassOrder
 from petastream.pipeline.work import PassWork
 
@@ -79,6 +80,7 @@ class ProcessRun:
                 PassDataset(work), batch_size=None, num_workers=min(num_workers, n),
                 prefetch_factor=prefetch, pin_memory=pin_memory,
                 multiprocessing_context=multiprocessing_context,
+                worker_init_fn=ExitWithParent(),  # a killed trainer must not leave them running
             )
             self._it = iter(loader)
 
