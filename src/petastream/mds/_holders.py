@@ -34,7 +34,7 @@ def _file_ids(paths: Iterable[str]) -> tuple[set[tuple[int, int, int]], set[str]
 
 def _lock_takers(ids: set[tuple[int, int, int]]) -> set[int]:
     """Pids that took a ``flock`` on one of the files (``/proc/locks``)."""
-    pids = set()
+    pids: set[int] = set()
     try:
         with open("/proc/locks") as f:
             lines = f.readlines()
@@ -54,7 +54,7 @@ def _lock_takers(ids: set[tuple[int, int, int]]) -> set[int]:
 
 def _mappers(ids: set[tuple[int, int, int]], names: set[str]) -> set[int]:
     """Pids that map one of the files now (``/proc/<pid>/maps``; only processes we may read)."""
-    pids = set()
+    pids: set[int] = set()
     try:
         entries = [int(e) for e in os.listdir("/proc") if e.isdigit()]
     except OSError:

@@ -83,7 +83,10 @@ class MixtureSource:
                 raise InvalidArgumentError(f"stream {i} ({self.sources[i].url}) is empty but asked for {c} samples")
         self.url = "mixture(" + ", ".join(s.url for s in self.sources) + ")"
         # Per virtual shard: stream, real shard, and (remainder shards) the first selected index.
-        stream, real, first, sizes_v = [], [], [], []
+        stream: list[int] = []
+        real: list[int] = []
+        first: list[int] = []
+        sizes_v: list[int] = []
         for i, (src, c, n) in enumerate(zip(self.sources, self.counts, sizes)):
             copies, rem = divmod(c, n) if n else (0, 0)
             real_sizes = [int(x) for x in src.shard_sizes]
@@ -145,7 +148,7 @@ class MixtureSource:
     def strings(self, value: str) -> None:  # how process workers ask for str columns
         for s in self.sources:
             if hasattr(s, "strings"):
-                s.strings = value  # type: ignore[attr-defined]
+                s.strings = value
 
     # -- epochs ----------------------------------------------------------------------------------
     def for_epoch(self, seed: int, epoch: int) -> MixtureSource:
