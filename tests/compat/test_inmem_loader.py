@@ -137,10 +137,10 @@ def test_a_second_iteration_from_another_thread_raises_too(url):
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
-    ({"batch_size": None}, InvalidArgumentTypeError, r"batch_size must be an int >= 1 \(rows per batch\), got None"),
-    ({"batch_size": 0}, InvalidArgumentError, "batch_size must be an int >= 1"),
-    ({"num_epochs": None}, InvalidArgumentTypeError, "num_epochs must be an int >= 0"),
-    ({"rows_capacity": 0}, InvalidArgumentError, "rows_capacity must be an int >= 1"),
+    ({"batch_size": None}, InvalidArgumentTypeError, r"batch_size must be an integer, got None \(NoneType\)"),
+    ({"batch_size": 0}, InvalidArgumentError, r"batch_size must be >= 1 \(rows per batch\), got 0"),
+    ({"num_epochs": None}, InvalidArgumentTypeError, "num_epochs must be an integer, got None"),
+    ({"rows_capacity": 0}, InvalidArgumentError, r"rows_capacity must be >= 1 \(rows loaded into memory\)"),
     ({"transform_fn": "as_tensor"}, InvalidArgumentTypeError, "transform_fn must be callable"),
 ], ids=["batch_size-None", "batch_size-0", "num_epochs-None", "rows_capacity-0", "transform_fn-str"])
 def test_nonsense_arguments_are_refused_before_reading(url, kwargs, error, match):

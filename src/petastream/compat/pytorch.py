@@ -28,7 +28,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from petastream.checks import nonnegative_int, optional_positive_int, require_callable
+from petastream.checks import (
+    callable_or_none,
+    nonnegative_int,
+    optional_positive_int,
+    positive_int,
+    require_callable,
+)
 
 __all__ = ["DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate"]
 
@@ -68,15 +74,6 @@ def decimal_friendly_collate(batch: Any) -> Any:
 def _check_batch_size(batch_size: Any) -> None:
     optional_positive_int("batch_size", batch_size, "rows per batch",
                           fix="pass batch_size=1 or more, or None for one batch at the end of the data")
-
-
-def _check_count(name: str, value: Any, minimum: int, what: str) -> None:
-    from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentTypeError(f"{name} must be an int >= {minimum} ({what}), got {value!r}")
-    if value < minimum:
-        raise InvalidArgumentError(f"{name} must be an int >= {minimum} ({what}), got {value!r}")
 
 
 def _check_capacity(capacity: Any) -> None:
@@ -181,14 +178,10 @@ class InMemBatchedDataLoader:
     def __init__(self, reader: Any, batch_size: int = 1, transform_fn: Any = None, num_epochs: int = 1,
                  seed: int = 0, rows_capacity: int = 1024, shuffle: bool = False):
         # Checked before reading: Petastorm would load, then fail in range() when iterated.
-        _check_count("batch_size", batch_size, 1, "rows per batch")
-        _check_count("num_epochs", num_epochs, 0, "passes over the loaded rows")
-        _check_count("rows_capacity", rows_capacity, 1, "rows loaded into memory")
-        if transform_fn is not None and not callable(transform_fn):
-            from petastream.errors import InvalidArgumentTypeError
-
-            raise InvalidArgumentTypeError(
-                f"transform_fn must be callable (a numpy column -> tensor), got {transform_fn!r}")
+        batch_size = positive_int("batch_size", batch_size, "rows per batch")
+        num_epochs = nonnegative_int("num_epochs", num_epochs, "passes over the loaded rows")
+        rows_capacity = positive_int("rows_capacity", rows_capacity, "rows loaded into memory")
+        callable_or_none("transform_fn", transform_fn, "a numpy column -> tensor")
         import torch
 
         from petastream.compat._inmem import load_rows

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.checks import nonnegative_int
+from petastream.errors import InvalidArgumentError
 
 __all__ = ["Stream", "epoch_counts", "largest_remainder"]
 
@@ -86,8 +87,7 @@ def epoch_counts(streams: Sequence[Stream], sizes: Sequence[int], epoch_size: in
             f"streams {[i for i, w in enumerate(weighted) if not w]} have no weight while others do: "
             "give every stream of a mixture a weight, or none (use repeat/choose instead)")
     if epoch_size is not None:
-        if isinstance(epoch_size, bool) or not isinstance(epoch_size, int) or epoch_size < 0:
-            raise InvalidArgumentTypeError(f"epoch_size must be an int >= 0 (samples per epoch), got {epoch_size!r}")
+        nonnegative_int("epoch_size", epoch_size, "samples per epoch")
         if not all(weighted):
             raise InvalidArgumentError(
                 f"epoch_size={epoch_size} splits an epoch by weight: give every Stream a weight, or "

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.checks import optional_positive_int
 from petastream.errors import FormatError, InvalidArgumentError
 from petastream.mds.storage import Location
 from petastream.parquet.convert import NullValuesError
@@ -181,10 +182,7 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     """Read every footer, apply the filters, and lay out the shards (see the module doc)."""
     if fetch not in FETCH_MODES:
         raise InvalidArgumentError(f"fetch={fetch!r}: use one of {FETCH_MODES}")
-    if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or not isinstance(rows_per_shard, int)
-                                       or rows_per_shard < 1):
-        raise InvalidArgumentError(f"rows_per_shard must be an int >= 1 (or None: one shard per row group), "
-                                   f"got {rows_per_shard!r}")
+    rows_per_shard = optional_positive_int("rows_per_shard", rows_per_shard, "None: one shard per row group")
     files, roots = discovery.files, discovery.roots
     fields = discovery.partition_fields
     first_ref = files[0]

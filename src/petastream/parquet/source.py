@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import (
     CorruptShardError,
     InvalidArgumentError,
@@ -153,11 +154,8 @@ class ParquetSource:
 
     def _setup(self, plan: Plan, roots: list[Location], kwargs: dict[str, Any]) -> None:
         self._kwargs = dict(kwargs)
-        for name in ("prefetch_depth", "prefetch_workers"):
-            value = kwargs[name]
-            low = int(name == "prefetch_workers")
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidArgumentError(f"{name} must be an int >= {low}, got {value!r}")
+        nonnegative_int("prefetch_depth", kwargs["prefetch_depth"], "shards loaded ahead; 0: none")
+        positive_int("prefetch_workers", kwargs["prefetch_workers"], "shard loads at once")
         self.plan = plan
         self.url = plan.root_urls[0] + (f" (and {len(plan.root_urls) - 1} more)" if len(plan.root_urls) > 1 else "")
         self.shard_sizes = plan.shard_sizes

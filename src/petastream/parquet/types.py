@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from petastream.checks import positive_int
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.spark import UnsupportedColumnError
 
@@ -172,7 +173,8 @@ def column_specs(fields: Sequence[tuple[str, Any]], partition_fields: Sequence[t
             raise InvalidArgumentError(
                 f"array_lengths[{name!r}]: not a list column of the files (their list columns: "
                 f"{[k for k, v in types.items() if pa.types.is_list(v) or pa.types.is_large_list(v)]})")
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise InvalidArgumentError(f"array_lengths[{name!r}] = {n!r}: give a length >= 1, or None (variable)")
+        if n is not None:
+            positive_int(f"array_lengths[{name!r}]", n, "every array's length",
+                         fix="give a length >= 1, or None for arrays of any length")
     return [spec_for(c, types[c], lengths.get(c)) if c in types else spec_for(c, parts[c], partition=True)
             for c in wanted]
