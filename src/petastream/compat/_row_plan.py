@@ -17,10 +17,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from petastream.compat.errors import NoDataAvailableError
 from petastream.compat.etl import _store, dataset_metadata, rowgroup_indexing
 from petastream.compat.predicates import PredicateBase
 from petastream.compat.selectors import select_row_groups
-from petastream.compat.errors import NoDataAvailableError
 
 __all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError"]
 
