@@ -165,3 +165,24 @@ def test_plain_parquet_points_to_make_batch_reader(tmp_path):
     pq.write_table(pa.table({"id": np.arange(3)}), tmp_path / "a.parquet")
     with pytest.raises(RuntimeError, match="you may use make_batch_reader"):
         make_reader(str(tmp_path))
+
+
+def test_torch_dataloader_over_rows_with_decimal_friendly_collate():
+    torch = pytest.importorskip("torch")
+    from decimal import Decimal
+
+    from petastream.compat.pytorch import BatchedDataLoader, DataLoader
+
+    with DataLoader(make_reader(_url("indexed"), schema_fields=["id", "label", "vec"], shuffle_row_groups=False),
+                    batch_size=5) as loader:
+        batches = list(loader)
+    assert [len(b["id"]) for b in batches] == [5, 5, 5, 1]
+    assert batches[0]["id"].dtype == torch.int32 and batches[0]["vec"].shape == (5, 4)
+    assert isinstance(batches[0]["label"][0], str)
+    with DataLoader(make_reader(_url("all_codecs"), schema_fields=["id", "price"]), batch_size=4,
+                    shuffling_queue_capacity=3) as loader:
+        rows = [(int(i), p) for b in loader for i, p in zip(b["id"], b["price"])]
+    assert sorted(i for i, _ in rows) == list(range(10)) and all(isinstance(p, Decimal) for _, p in rows)
+    with BatchedDataLoader(make_reader(_url("indexed"), schema_fields=["id", "vec"]), batch_size=8) as loader:
+        batches = list(loader)
+    assert sorted(int(i) for b in batches for i in b["id"]) == list(range(16)) and batches[0]["vec"].shape == (8, 4)

@@ -59,7 +59,7 @@ class RowReader:
         self._shuffle = shuffle_row_groups
         self._drop = drop_partitions
         self.num_epochs = num_epochs
-        self._seed = seed
+        self.seed = seed
         self._workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="petastream-make-reader") if workers > 1 else None
         self.stopped = False
@@ -68,13 +68,13 @@ class RowReader:
 
     # -- the items of a read --------------------------------------------------------------------
     def _items(self) -> Iterator[tuple[int, tuple[int, int], int | None]]:
-        rng = np.random.default_rng(self._seed)
+        rng = np.random.default_rng(self.seed)
         epoch = 0
         while self.num_epochs is None or epoch < self.num_epochs:
             items = [(i, (k, self._drop)) for i in self._selected for k in range(self._drop)]
             if self._shuffle:
                 items = [items[j] for j in rng.permutation(len(items))]
-            row_seed = None if self._seed is None else self._seed + epoch
+            row_seed = None if self.seed is None else self.seed + epoch
             for index, drop in items:
                 yield index, drop, row_seed
             epoch += 1
