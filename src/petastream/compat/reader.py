@@ -138,6 +138,10 @@ def _row_type(name: str, fields: tuple[str, ...]) -> type:
 class Reader:
     """The plan of a read: see :func:`make_batch_reader`."""
 
+    is_batched_reader = True
+    batched_output = True
+    ngram = None
+
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread"):
