@@ -36,6 +36,8 @@ def test_decimals_and_dates_cast_as_petastorm():
     with make_reader(os.path.join(FIXTURES, "all_codecs"), schema_fields=["id", "price", "day", "ts"]) as reader:
         rows = sorted(make_petastorm_dataset(reader), key=lambda r: int(r.id))
     assert rows[0].price.dtype == tf.string and rows[0].ts.dtype == tf.int64 and rows[0].day.dtype == tf.int64
+    # What Petastorm 0.13.1's make_petastorm_dataset gave for row 0 (days, microseconds, normalized str).
+    assert (rows[0].price.numpy(), int(rows[0].day), int(rows[0].ts)) == (b"-5E+3", 10956, 1614834367000000)
 
 
 def test_a_none_is_petastorms_error():

@@ -5,8 +5,9 @@ per element for :func:`~petastream.compat.make_reader` (shapes and dtypes from i
 variable dimensions as None), one batch per element for
 :func:`~petastream.compat.make_batch_reader` (the reader's own batches; dtypes and shapes
 from its first batch, read once more to learn them). Values TensorFlow has no type for are
-cast as Petastorm casts them: ``Decimal`` -> its string, ``datetime64`` and dates -> int64
-nanoseconds since the epoch, uint16/uint32 -> int32/int64, strings -> ``tf.string``; a None
+cast as Petastorm casts them: ``Decimal`` -> its normalized string, a ``datetime64`` value ->
+its int64 count (days for a date, microseconds for a timestamp, as Petastorm's pass-through
+gives TensorFlow), arrays of them and of dates -> int64 nanoseconds since the epoch, uint16/uint32 -> int32/int64, strings -> ``tf.string``; a None
 is Petastorm's ``RuntimeError`` (filter such rows with a predicate).
 
 ``tf_tensors(reader)`` is the next element of that dataset as tensors (a graph's one-shot
@@ -36,8 +37,10 @@ def _sanitize(name: str, value: Any) -> Any:
                            "Consider filtering out these rows using a predicate.")
     if isinstance(value, Decimal):
         return str(value.normalize())
-    if isinstance(value, (np.datetime64, np.ndarray)) and np.issubdtype(np.asarray(value).dtype, np.datetime64):
-        return (np.asarray(value).astype("datetime64[ns]") - _EPOCH).astype(np.int64)
+    if isinstance(value, np.datetime64):
+        return value.astype(np.int64)  # Petastorm passes a scalar through: TF takes its count (days, us)
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.datetime64):
+        return (value.astype("datetime64[ns]") - _EPOCH).astype(np.int64)
     if isinstance(value, np.ndarray):
         if value.dtype == np.uint16:
             return value.astype(np.int32)
