@@ -110,3 +110,13 @@ def test_torch_loaders_over_a_parquet_reader(plain):
     with DataLoader(make_batch_reader(plain, num_epochs=1, schema_fields=["id", "x"]), batch_size=32) as loader:
         batches = list(loader)
     assert sum(len(b["id"]) for b in batches) == 300 and batches[0]["x"].dtype.is_floating_point
+
+
+def test_parquet_on_s3_with_a_predicate(plain, s3_bucket, s3_endpoint):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_endpoint})
+    fs.put(plain, f"{s3_bucket}/plain", recursive=True)
+    options = {"client_kwargs": {"endpoint_url": s3_endpoint}}
+    ids = _ids(f"{s3_bucket}/plain", storage_options=options, predicate=P.in_lambda(["id"], lambda i: i % 7 == 0))
+    assert ids == list(range(0, 300, 7))

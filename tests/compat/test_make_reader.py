@@ -186,3 +186,17 @@ def test_torch_dataloader_over_rows_with_decimal_friendly_collate():
     with BatchedDataLoader(make_reader(_url("indexed"), schema_fields=["id", "vec"]), batch_size=8) as loader:
         batches = list(loader)
     assert sorted(int(i) for b in batches for i in b["id"]) == list(range(16)) and batches[0]["vec"].shape == (8, 4)
+
+
+def test_a_dataset_on_s3(s3_bucket, s3_endpoint):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_endpoint})
+    fs.put(_url("partitioned"), f"{s3_bucket}/partitioned", recursive=True)
+    options = {"client_kwargs": {"endpoint_url": s3_endpoint}}
+    with make_reader(f"{s3_bucket}/partitioned", storage_options=options, cur_shard=0, shard_count=2) as reader:
+        shard0 = sorted(int(r.id) for r in reader)
+    with make_reader(f"{s3_bucket}/partitioned", storage_options=options, cur_shard=1, shard_count=2) as reader:
+        shard1 = sorted(int(r.id) for r in reader)
+    local = sorted(int(r.id) for r in make_reader(_url("partitioned")))
+    assert sorted(shard0 + shard1) == local and shard0 and shard1
