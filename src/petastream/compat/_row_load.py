@@ -35,6 +35,8 @@ class LoadSpec:
     transform_spec: Any
     shuffle_rows: bool
     seed: int | None
+    #: An :class:`~petastream.compat.ngram.NGram` (resolved against the schema), or None.
+    ngram: Any = None
 
 
 def _read(spec: LoadSpec, piece: _store.RowGroupPiece, names: list[str]) -> pa.Table:
@@ -48,14 +50,20 @@ def _read(spec: LoadSpec, piece: _store.RowGroupPiece, names: list[str]) -> pa.T
     return table
 
 
-def _rows_kept(num_rows: int, spec: LoadSpec, drop: tuple[int, int], epoch_seed: int | None) -> np.ndarray:
-    """Row positions read, in order: permuted (``shuffle_rows``), then the drop partition's slice."""
+def _rows_kept(num_rows: int, spec: LoadSpec, drop: tuple[int, int], epoch_seed: int | None,
+               index: int) -> np.ndarray:
+    """Row positions read, in order: permuted (``shuffle_rows``), then the drop partition's slice
+    (for n-grams, with the next ``length - 1`` rows, so windows may end past the slice)."""
     order = np.arange(num_rows)
     if spec.shuffle_rows:
-        order = np.random.default_rng(epoch_seed).permutation(num_rows)
+        # Each row group its own permutation (one seed would permute equal-sized groups alike).
+        order = np.random.default_rng(None if epoch_seed is None else (epoch_seed, index)).permutation(num_rows)
     part, parts = drop
     if parts > 1 and num_rows:
         which = np.floor(np.arange(num_rows) / (num_rows / min(num_rows, parts)))
+        if spec.ngram is not None:
+            after = np.flatnonzero(which >= part + 1)[: spec.ngram.length - 1]
+            which[after] = part
         order = order[which == part]
     return order
 
@@ -67,7 +75,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
     predicate = spec.predicate
     if predicate is None:
         table = _read(spec, piece, names)
-        table = table.take(pa.array(_rows_kept(table.num_rows, spec, drop, epoch_seed)))
+        table = table.take(pa.array(_rows_kept(table.num_rows, spec, drop, epoch_seed, index)))
         columns = decode_table(spec.read_schema, table)
     else:
         fields = sorted(predicate.get_fields())
@@ -78,7 +86,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
             raise ValueError(f"At least some column names requested by the predicate ({', '.join(sorted(invalid))}) "
                              f"are not valid schema names: ({', '.join(names)})")
         first = _read(spec, piece, fields)
-        first = first.take(pa.array(_rows_kept(first.num_rows, spec, drop, epoch_seed)))
+        first = first.take(pa.array(_rows_kept(first.num_rows, spec, drop, epoch_seed, index)))
         decoded = decode_table(spec.read_schema, first, fields)
         mask = predicate_mask(predicate, decoded, first.num_rows)
         if not mask.any():
@@ -87,7 +95,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
         others = [n for n in names if n not in decoded]
         if others:
             rest = _read(spec, piece, others)
-            rest = rest.take(pa.array(_rows_kept(rest.num_rows, spec, drop, epoch_seed)[mask]))
+            rest = rest.take(pa.array(_rows_kept(rest.num_rows, spec, drop, epoch_seed, index)[mask]))
             columns.update(decode_table(spec.read_schema, rest, others))
     return _make_rows(spec, columns)
 
@@ -95,6 +103,8 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
 def _make_rows(spec: LoadSpec, columns: dict[str, np.ndarray]) -> list[Any]:
     names = list(spec.read_schema.fields)
     n = len(next(iter(columns.values()))) if columns else 0
+    if spec.ngram is not None:
+        return _make_ngrams(spec, columns, names)
     row_type = spec.out_schema._get_namedtuple()
     if spec.transform_spec is None:
         return [row_type(*values) for values in zip(*(columns[k] for k in names))] if n else []
@@ -108,3 +118,14 @@ def _make_rows(spec: LoadSpec, columns: dict[str, np.ndarray]) -> list[Any]:
             row.pop(name, None)
         out.append(row_type(**{k: row[k] for k in spec.out_schema.fields}))
     return out
+
+
+def _make_ngrams(spec: LoadSpec, columns: dict[str, np.ndarray], names: list[str]) -> list[Any]:
+    rows = [dict(zip(names, values)) for values in zip(*(columns[k] for k in names))]
+    transform = spec.transform_spec
+    if transform is not None:
+        rows = [transform.func(row) if transform.func is not None else row for row in rows]
+        for row in rows:
+            for name in transform.removed_fields:
+                row.pop(name, None)
+    return [spec.ngram.make_namedtuple(spec.out_schema, window) for window in spec.ngram.form_ngram(rows, spec.out_schema)]

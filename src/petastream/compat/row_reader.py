@@ -11,7 +11,8 @@ order they were handed out, so a seeded read is reproducible (Petastorm yields t
 finish). ``reader_pool_type="process"`` loads in threads too (pyarrow's reads and numpy's
 decoding release the GIL); ``"dummy"`` loads in the iterating thread.
 
-Refused with an error naming the argument: ``NGram`` schema fields, ``cache_type="local-disk"``,
+``schema_fields=NGram(...)`` (:mod:`petastream.compat.ngram`) yields windows of rows, as Petastorm.
+Refused with an error naming the argument: ``cache_type="local-disk"``,
 ``filters`` (Petastorm applies them to partitions only; use ``predicate``), ``filesystem``
 (use ``storage_options``); accepted without effect, as they tune Petastorm's own pools:
 ``results_queue_size``, ``pyarrow_serialize``, ``zmq_copy_buffers``, ``hdfs_driver``,
@@ -32,6 +33,7 @@ import numpy as np
 from petastream.compat._row_load import LoadSpec, load_piece
 from petastream.compat._row_plan import plan_row_groups
 from petastream.compat.etl import _store, dataset_metadata
+from petastream.compat.ngram import NGram
 from petastream.compat.transform import transform_schema
 from petastream.errors import InvalidArgumentError
 
@@ -54,7 +56,7 @@ class RowReader:
                  num_epochs: int | None, seed: int | None, workers: int):
         self._spec = spec
         self.schema = spec.out_schema
-        self.ngram = None
+        self.ngram = spec.ngram
         self._selected = selected
         self._shuffle = shuffle_row_groups
         self._drop = drop_partitions
@@ -136,10 +138,12 @@ class RowReader:
 def _schema_view(stored: Any, schema_fields: Any, dataset_url: Any) -> Any:
     if schema_fields is None:
         return stored
+    if isinstance(schema_fields, NGram):
+        schema_fields.resolve_regex_field_names(stored)
+        return stored.create_schema_view(schema_fields.get_field_names_at_all_timesteps())
     if type(schema_fields).__name__ == "NGram":
         raise InvalidArgumentError(
-            "schema_fields=NGram(...) is not supported by petastream.compat.make_reader; read rows in "
-            "timestamp order (shuffle_row_groups=False) and form the windows in your code")
+            "schema_fields: a petastorm.ngram.NGram was given; use petastream.compat.ngram.NGram (same arguments)")
     if not isinstance(schema_fields, collections.abc.Iterable) or isinstance(schema_fields, str):
         raise ValueError("Fields must be either None, an iterable collection of Unischema fields or an NGram object.")
     view = stored.create_schema_view(list(schema_fields))
@@ -193,7 +197,11 @@ def make_reader(dataset_url, schema_fields=None, reader_pool_type="thread", work
     if seed is None and (shuffle_row_groups or shuffle_rows):
         seed = secrets.randbits(31)
     workers = 1 if reader_pool_type == "dummy" else max(1, int(workers_count or 1))
+    ngram = schema_fields if isinstance(schema_fields, NGram) else None
+    if ngram is not None and not ngram.timestamp_overlap and shuffle_row_drop_partitions > 1:
+        raise NotImplementedError("Using timestamp_overlap=False is not implemented with"
+                                  " shuffle_options.shuffle_row_drop_partitions > 1")
     spec = LoadSpec(location, plan.pieces, read_schema, out_schema, plan.worker_predicate, transform_spec,
-                    bool(shuffle_rows), seed)
+                    bool(shuffle_rows), seed, ngram)
     return RowReader(spec, plan.selected, shuffle_row_groups=bool(shuffle_row_groups),
                      drop_partitions=shuffle_row_drop_partitions, num_epochs=num_epochs, seed=seed, workers=workers)

@@ -97,7 +97,7 @@ def make_petastorm_dataset(reader: Any) -> Any:
     import tensorflow as tf
 
     if getattr(reader, "ngram", None) is not None:
-        raise InvalidArgumentError("make_petastorm_dataset: NGram readers are not supported by petastream.compat")
+        raise InvalidArgumentError("make_petastorm_dataset: NGram readers are not supported by petastream.compat; read the windows from the reader (for window in reader) and build tensors from them")
     if getattr(reader, "is_batched_reader", True) is False:
         row_type = reader.schema._get_namedtuple()
         signature = _row_signature(reader.schema)

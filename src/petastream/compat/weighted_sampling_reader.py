@@ -41,11 +41,11 @@ class WeightedSamplingReader:
                                  '"batched_output" attribute')
             if _field_names(first) != _field_names(other):
                 raise ValueError("All readers passed to WeightedSamplingReader should have the same schema")
-            if getattr(first, "ngram", None) is not None or getattr(other, "ngram", None) is not None:
+            if getattr(first, "ngram", None) != getattr(other, "ngram", None):
                 raise ValueError("All readers passed to WeightedSamplingReader should have the same ngram spec")
         self.batched_output = first.batched_output
         self.is_batched_reader = getattr(first, "is_batched_reader", self.batched_output)
-        self.ngram = None
+        self.ngram = getattr(first, "ngram", None)
         self.schema = getattr(first, "schema", None)
         self.seed = seed
         self._random = np.random.default_rng(seed) if seed is not None else None
