@@ -30,7 +30,7 @@ class NGram:
                  timestamp_overlap: bool = True):
         if fields is None or not isinstance(fields, dict):
             raise ValueError("Fields must be set and must be a dictionary.")
-        for key, values in fields.items():
+        for values in fields.values():
             if not isinstance(values, list):
                 raise ValueError("Each field value must be a list of unischema fields/regular expression(s)")
             if not all(_is_field(f) or isinstance(f, str) for f in values):
