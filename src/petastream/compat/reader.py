@@ -112,6 +112,11 @@ def _select(columns: list[str], schema_fields: Any) -> list[str]:
     return chosen
 
 
+def _petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any]) -> dict[str, Any]:
+    batch = {k: _as_petastorm_column(v) for k, v in batch.items()}
+    return transform_batch(spec, batch) if spec else batch
+
+
 def _as_petastorm_column(column: Any) -> Any:
     """Variable-length arrays (``Ragged``) as Petastorm's batch reader gives them: one 2-D
     array when every row has the same length, else an object array of 1-D arrays."""
@@ -197,8 +202,17 @@ class Reader:
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window, block_size=block_size,
-            transform=functools.partial(transform_batch, spec) if spec else None,  # picklable
+            transform=self._transform(),
         )
+
+    def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """What the loader's workers run on each batch (picklable): on Parquet, list columns
+        as Petastorm gives them (:func:`_as_petastorm_column`: equal lengths -> one 2-D array,
+        so a torch batch is one tensor, not a list of rows); then the TransformSpec."""
+        spec = self.transform_spec
+        if getattr(self.dataset, "plan", None) is None:  # MDS: as the converter always read it
+            return functools.partial(transform_batch, spec) if spec else None
+        return functools.partial(_petastorm_batch, spec)
 
     def __iter__(self) -> Iterator[Any]:
         from petastream.pipeline import BatchLoader
