@@ -197,7 +197,6 @@ class Reader:
         elif capacity > 1:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, 1 << 62  # blocks: whole shards
-        spec = self.transform_spec
         return dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
