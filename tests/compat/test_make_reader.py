@@ -200,3 +200,15 @@ def test_a_dataset_on_s3(s3_bucket, s3_endpoint):
         shard1 = sorted(int(r.id) for r in reader)
     local = sorted(int(r.id) for r in make_reader(_url("partitioned")))
     assert sorted(shard0 + shard1) == local and shard0 and shard1
+
+
+def test_in_memory_loader_over_rows():
+    pytest.importorskip("torch")
+    from petastream.compat.pytorch import InMemBatchedDataLoader
+
+    loader = InMemBatchedDataLoader(make_reader(_url("indexed"), schema_fields=["id", "label", "vec"]), batch_size=6,
+                                    num_epochs=2, rows_capacity=16, shuffle=True, seed=1)
+    batches = list(loader)
+    assert [len(b["id"]) for b in batches] == [6, 6, 4] * 2
+    assert sorted(int(i) for b in batches[:3] for i in b["id"]) == list(range(16))
+    assert batches[0]["vec"].shape == (6, 4) and isinstance(batches[0]["label"][0], str)
