@@ -120,3 +120,16 @@ def test_parquet_on_s3_with_a_predicate(plain, s3_bucket, s3_endpoint):
     options = {"client_kwargs": {"endpoint_url": s3_endpoint}}
     ids = _ids(f"{s3_bucket}/plain", storage_options=options, predicate=P.in_lambda(["id"], lambda i: i % 7 == 0))
     assert ids == list(range(0, 300, 7))
+
+
+def test_process_pool_reads_the_narrowed_plan(plain):
+    pytest.importorskip("torch")
+    from petastream.compat.pytorch import BatchedDataLoader
+
+    reader = make_batch_reader(plain, reader_pool_type="process", workers_count=2, num_epochs=1,
+                               predicate=P.in_lambda(["id"], lambda i: i % 7 == 0), cur_shard=1, shard_count=4)
+    with BatchedDataLoader(reader, batch_size=16) as loader:
+        batches = list(loader)
+    ids = sorted(int(i) for b in batches for i in b["id"])
+    assert ids == [i for i in range(300) if i % 7 == 0 and (50 <= i < 100 or 250 <= i < 300)]
+    assert batches[0]["v"].shape[1:] == (2,)  # equal-length lists: one tensor per batch
