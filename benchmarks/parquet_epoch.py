@@ -13,7 +13,9 @@ Workloads: 'tabular' and 'binary' (:mod:`benchmarks.workloads`), the Parquet cop
   next chunks' shards to the source, batches sliced and turned into tensors: what a decode
   worker does, without the loader around it;
 * the same decode path, and ``torch.loader`` with 2 threads, over the MDS copy of the same
-  rows, for reference.
+  rows, for reference;
+* Petastorm's ``make_batch_reader`` + ``BatchedDataLoader`` in its env, and the same script
+  with petastream.compat's (``benchmarks/peers/petastorm_reader_epoch.py``; ``--peers``).
 
 ``python -m benchmarks.parquet_epoch --rows 200000``.
 """
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import peer_envs
 from benchmarks.harness import Floor, Result, epoch_result, report, save
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 from petastream import bench
@@ -111,6 +114,9 @@ def run(args: argparse.Namespace) -> list[Result]:
         rows.append(epoch_result(name, "MDS + torch.loader, 2 threads (reference)", n,
                                  loader_epochs(functools.partial(MDSDataset, paths["mds"]), 2)))
         base.again()
+        for variant, res, note in peer_envs.reader_epochs(paths, n, args):
+            secs = res.get("seconds") if "error" not in res else None
+            rows.append(Result(name, variant, n, secs, note=note, extra=res.get("extra") or {}))
         results += [base.result(name, FLOOR, n), *rows]
     return results
 
@@ -118,6 +124,9 @@ def run(args: argparse.Namespace) -> list[Result]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=200_000)
+    p.add_argument("--peers", nargs="*", default=None, help="petastorm, compat (default: both)")
+    p.add_argument("--peer-repeat", type=int, default=1)
+    p.add_argument("--peer-timeout", type=float, default=1800.0)
     args = p.parse_args()
     results = run(args)
     print(report(results, FLOOR))

@@ -167,3 +167,22 @@ def mosaic_epoch(paths: dict, n: int, args) -> tuple[str, dict, str] | None:
                      for w, r in tried.items())
     note = f"best of num_workers ({secs}) = {best}; no warm-up epoch (an epoch takes minutes)"
     return f"{label}, num_workers={best}", ok[best], note_for(ok[best], note)
+
+
+def reader_epochs(paths: dict, n: int, args, workers: int = 2) -> list[tuple[str, dict, str]]:
+    """(variant, result, note) for ``make_batch_reader`` + ``BatchedDataLoader`` over the
+    workload's Parquet copy: Petastorm's, and petastream compat's (the same script)."""
+    peers, repeat, timeout = _opts(args)
+    runs = []
+    for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
+        if (peer or "compat") not in peers:
+            continue
+        cli = ["--impl", impl, "--parquet", paths["parquet"], "--rows", str(n), "--repeat", str(repeat),
+               "--workers", str(workers)]
+        res = run_runner("petastorm_reader_epoch.py", cli, peer, timeout)
+        note = "a reader and loader per epoch, as a script makes them"
+        if peer is None:
+            note += "; same script, import from petastream.compat"
+        runs.append((f"{impl} make_batch_reader+BatchedDataLoader, workers_count={workers}", res,
+                     note_for(res, note)))
+    return runs

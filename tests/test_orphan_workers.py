@@ -141,20 +141,14 @@ _OWN_WORKERS = """
 import os, sys, time
 import numpy as np
 from petastream.pipeline import BatchLoader
-from petastream.pipeline.parking import ProcessExecutor
+from petastream.pipeline.procpool import ProcessExecutor
 from petastream.pipeline.parts import DENSE, STRING, ColumnParts, FlatParts
 """ + _READY + """
-class PartsLoader(BatchLoader):  # as the TensorFlow loader runs its worker processes
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._convert = FlatParts((ColumnParts("id", DENSE, np.dtype("int64")), ColumnParts("s", STRING)))
-        self.executor = ProcessExecutor(self.num_workers, slots=4, strings=True)
-
-    def _execute(self, work):
-        return self.executor(work)
-
 ready_file, url = sys.argv[1:3]
-it = iter(PartsLoader(url, 100, shuffle=True, num_workers=2))
+parts = FlatParts((ColumnParts("id", DENSE, np.dtype("int64")), ColumnParts("s", STRING)))
+# as the TensorFlow loader runs its worker processes
+it = iter(BatchLoader(url, 100, shuffle=True, num_workers=2, convert=parts,
+                      executor=ProcessExecutor(2, slots=4, strings=True)))
 next(it)
 ready(ready_file)
 time.sleep(3600)

@@ -95,6 +95,14 @@ predicates, selectors                        "Predicate is nor derived from",   
 etl.rowgroup_indexers, etl.rowgroup_indexing "Make sure Spark map function",       TypeError,
                                              "Cannot build index", "Could not      ValueError
                                              find _metadata file"
+row_reader.make_reader, _row_plan, _row_load "Fields must be either None",         ValueError,
+_parquet_select                              "make_reader has failed", the         RuntimeError
+                                             reader_pool_type/predicate texts
+ngram.NGram                                  "Fields must be set", "delta_thres-   ValueError
+                                             hold must be a number"...
+weighted_sampling_reader                     "Two or more readers must be",        ValueError
+                                             "All readers passed to..."
+tf_utils                                     'Encountered "'                       RuntimeError
 ===========================================  ==================================  ===============
 
 ``tests/test_error_policy.py`` counts the bare raises per module against this list, so a new

@@ -102,7 +102,7 @@ def test_a_state_saved_without_a_limit_warns_when_resumed_under_one(recorded_buc
     _write(f"{url}/ds", n=N_ROWS, size_limit=40_000)
     probe = petastream.open(f"{url}/ds")
     shards, raw = probe.num_shards, int(probe.cached_shard_bytes().sum())
-    monkeypatch.setattr("petastream.pipeline.decode._MAX_CHUNK_BYTES", 64_000)  # as in the test above
+    monkeypatch.setattr("petastream.stream.budget.MAX_CHUNK_BYTES", 64_000)  # as in the test above
     saving = BatchLoader(petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "saved")), 100,
                          shuffle=True, seed=3, num_workers=2)
     it = iter(saving)

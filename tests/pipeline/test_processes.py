@@ -1,4 +1,4 @@
-"""Worker processes of our own (``pipeline.processes``): same batches as threads, shared memory
+"""Worker processes of our own (``pipeline.procpool``): same batches as threads, shared memory
 that is given back, errors with their type, dead workers reported, nothing left behind."""
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ def load_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: in
     reader's order; the reader is stopped and joined afterwards, as Petastorm's loader does."""
     if reader.stopped:
         raise RuntimeError(_STOPPED)
+    if getattr(reader, "is_batched_reader", True) is False:
+        return _load_make_reader_rows(reader, transform_fn, rows_capacity)
     # The reader's own plan (what iterating it reads), with the stored dtypes the torch loaders
     # use (logical_types=False: timestamps as int64, not datetime64 that torch cannot hold).
     loader = BatchLoader(reader.dataset, logical_types=False,
@@ -73,3 +75,28 @@ def load_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: in
     columns = concat_columns(parts)
     # In the reader's column order (after its TransformSpec), the keys of Petastorm's row dicts.
     return {name: _column(columns[name], transform_fn) for name in reader.schema_fields}
+
+
+def _stacked(values: list[Any]) -> np.ndarray:
+    """One field's values of many rows: one array when they stack (numbers, equal shapes),
+    else an object array (strings, decimals, arrays of different shapes, None)."""
+    arrays = [np.asarray(v) for v in values]
+    if arrays and all(a.dtype.kind in "biufc" and a.shape == arrays[0].shape and a.dtype == arrays[0].dtype
+                      for a in arrays):
+        return np.stack(arrays)
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+def _load_make_reader_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: int) -> dict[str, Any]:
+    """``make_reader``'s rows (namedtuples), gathered into columns of the schema's fields."""
+    import itertools
+
+    rows = list(itertools.islice(reader, rows_capacity))
+    reader.stop()
+    reader.join()
+    names = list(reader.schema.fields)
+    columns = {n: _stacked([getattr(r, n) for r in rows]) for n in names}
+    return {n: (_column(c, transform_fn) if c.dtype != object else list(c)) for n, c in columns.items()}

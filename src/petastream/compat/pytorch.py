@@ -2,7 +2,8 @@
 
 Each takes a :class:`~petastream.compat.reader.Reader` (what ``make_batch_reader`` returns, and
 what the converter's context manager passes as ``reader=``) and runs petastream's bulk loader
-(:class:`~petastream.torch.TorchLoader`) with its plan. Batches are ``dict[str, Tensor]`` in the
+(:class:`~petastream.torch.TorchLoader`) with its plan; or a ``make_reader`` reader, whose rows
+are collated in the iterating thread as Petastorm does (:mod:`petastream.compat._row_batches`). Batches are ``dict[str, Tensor]`` in the
 reader's column order; unlike Petastorm, string, binary and decimal columns come back as lists
 instead of a ``TypeError``.
 
@@ -129,8 +130,17 @@ class LoaderBase:
             from petastream.compat.reader import stopped_error
 
             raise stopped_error()
+        if getattr(self.reader, "is_batched_reader", True) is False:  # make_reader: rows, collated here
+            from petastream.compat._row_batches import row_batches
+
+            for batch in row_batches(self.reader, self.batch_size, self._row_collate(), self.shuffling_queue_capacity):
+                yield self._finish(batch)
+            return
         for batch in self._torch_loader():
             yield self._finish(batch)
+
+    def _row_collate(self) -> Any:
+        return decimal_friendly_collate
 
     def _finish(self, batch: dict[str, Any]) -> dict[str, Any]:
         return batch
@@ -149,6 +159,9 @@ class DataLoader(LoaderBase):
         super().__init__(reader, batch_size, shuffling_queue_capacity)
         require_callable("collate_fn", collate_fn, "a list of row dicts -> batch")
         self.collate_fn = collate_fn
+
+    def _row_collate(self) -> Any:
+        return self.collate_fn
 
     def _torch_loader(self, collate_fn: Any = None) -> Any:
         custom = None if self.collate_fn is decimal_friendly_collate else self.collate_fn

@@ -1,4 +1,12 @@
-"""Petastorm's ``make_batch_reader``, reading the MDS dataset a converter materialized.
+"""Petastorm's ``make_batch_reader``: the MDS dataset a converter materialized, or any Parquet store.
+
+On Parquet (:class:`~petastream.parquet.ParquetSource`), as Petastorm: ``filters`` are pyarrow's
+(pushed down, exact sizes); ``predicate`` keeps rows (raw values, its fields read at open);
+``rowgroup_selector`` uses the dataset's row-group index; ``cur_shard``/``shard_count`` keep
+the row groups at positions ``i % shard_count == cur_shard`` (so shards may differ in rows,
+as in Petastorm); see :mod:`petastream.compat._parquet_select`. Codec columns of a Unischema
+dataset come back undecoded (bytes), as Petastorm's batch reader gives them: use
+:func:`~petastream.compat.make_reader` to decode them.
 
 The returned :class:`Reader` holds the reading plan (columns, order, shard, epochs, transform)
 and hands it to the loaders (``petastream.compat.pytorch``, the TF context manager), which run
@@ -13,8 +21,8 @@ loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastr
 (:mod:`petastream.pipeline.procpool.pool`), as it also does for ``"thread"`` without a
 ``TransformSpec`` (see :func:`petastream.compat._tf._worker_type`); iterating a Reader directly
 uses threads.
-``predicate``, ``rowgroup_selector`` and ``filters`` are refused with a clear error: filter the
-DataFrame before converting it.
+On MDS, ``predicate``, ``rowgroup_selector`` and ``filters`` are refused with a clear error:
+filter the DataFrame before converting it.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import secrets
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import numpy as np
 
 from petastream.compat._checks import check_num_epochs
 from petastream.compat.transform import TransformSpec, transform_batch
@@ -59,6 +69,35 @@ def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) 
                                "files (no index.json found beside it)")
 
 
+def _mds_root(dataset_url_or_urls: Any, storage_options: dict | None) -> str | None:
+    """The MDS dataset behind the URLs, or None when they are Parquet."""
+    try:
+        return dataset_root(dataset_url_or_urls, storage_options)
+    except ValueError:
+        if isinstance(dataset_url_or_urls, (list, tuple)) and not dataset_url_or_urls:
+            raise
+        return None
+
+
+def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache_limit: Any, filters: Any,
+                  predicate: Any, rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None,
+                  null_policy: str) -> Any:
+    """A :class:`~petastream.parquet.ParquetSource` of the rows Petastorm's batch reader reads
+    (see :mod:`petastream.compat._parquet_select`)."""
+    from petastream.compat._parquet_select import narrow_plan
+    from petastream.parquet import ParquetSource
+
+    options = dict(storage_options=storage_options, cache_limit=cache_limit, null_policy=null_policy)
+    source = ParquetSource(url_or_urls, filters=filters, **options)
+    first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
+    plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
+                       shard_count=shard_count, dataset_url=os.fspath(first), storage_options=storage_options)
+    if plan is source.plan:
+        return source
+    source.close()
+    return ParquetSource(plan.root_urls, plan=plan, **options)
+
+
 def stopped_error() -> RuntimeError:
     """Petastorm's error for a read after the reader stopped (its context exited)."""
     return RuntimeError(_STOPPED)
@@ -74,6 +113,27 @@ def _select(columns: list[str], schema_fields: Any) -> list[str]:
     return chosen
 
 
+def _petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any]) -> dict[str, Any]:
+    batch = {k: _as_petastorm_column(v) for k, v in batch.items()}
+    return transform_batch(spec, batch) if spec else batch
+
+
+def _as_petastorm_column(column: Any) -> Any:
+    """Variable-length arrays (``Ragged``) as Petastorm's batch reader gives them: one 2-D
+    array when every row has the same length, else an object array of 1-D arrays."""
+    from petastream.mds.ndarray import Ragged
+
+    if not isinstance(column, Ragged):
+        return column
+    lengths = column.lengths()
+    if len(lengths) and (lengths == lengths[0]).all():
+        return column.values.reshape(len(lengths), int(lengths[0]))
+    out = np.empty(len(column), dtype=object)
+    for i in range(len(column)):
+        out[i] = column[i]
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def _row_type(name: str, fields: tuple[str, ...]) -> type:
     """One namedtuple class per name and fields, so that readers of the same columns give
@@ -83,6 +143,10 @@ def _row_type(name: str, fields: tuple[str, ...]) -> type:
 
 class Reader:
     """The plan of a read: see :func:`make_batch_reader`."""
+
+    is_batched_reader = True
+    batched_output = True
+    ngram = None
 
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
@@ -134,13 +198,21 @@ class Reader:
         elif capacity > 1:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, 1 << 62  # blocks: whole shards
-        spec = self.transform_spec
         return dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window, block_size=block_size,
-            transform=functools.partial(transform_batch, spec) if spec else None,  # picklable
+            transform=self._transform(),
         )
+
+    def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """What the loader's workers run on each batch (picklable): on Parquet, list columns
+        as Petastorm gives them (:func:`_as_petastorm_column`: equal lengths -> one 2-D array,
+        so a torch batch is one tensor, not a list of rows); then the TransformSpec."""
+        spec = self.transform_spec
+        if getattr(self.dataset, "plan", None) is None:  # MDS: as the converter always read it
+            return functools.partial(transform_batch, spec) if spec else None
+        return functools.partial(_petastorm_batch, spec)
 
     def __iter__(self) -> Iterator[Any]:
         from petastream.pipeline import BatchLoader
@@ -150,7 +222,7 @@ class Reader:
         for batch in BatchLoader(self.dataset, **self.loader_kwargs(_ROWS_PER_ITEM)):
             if self.stopped:
                 raise RuntimeError(_STOPPED)
-            yield self.Row(**batch)
+            yield self.Row(**{k: _as_petastorm_column(v) for k, v in batch.items()})
         self.last_row_consumed = True
 
     def reset(self) -> None:
@@ -195,30 +267,41 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
                       hdfs_driver: str = "libhdfs3", transform_spec: TransformSpec | None = None,
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
-                      cache_limit: int | str | None = None) -> Reader:
+                      cache_limit: int | str | None = None, null_policy: str = "error") -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
 
     ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)
     bounds the node's shard cache for remote or compressed datasets; the converter's
-    ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through."""
+    ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through.
+    ``null_policy`` (petastream's, Parquet only): ``"error"`` (a column with nulls is an error
+    naming it) or ``"fill"`` (0, NaN, '', b''); Petastorm passes nulls through pandas."""
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
     if cache_type not in (None, "null", "local-disk"):
         raise ValueError(f"Unknown cache_type: {cache_type}")
-    for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
-        if value is not None:
-            raise InvalidArgumentError(
-                f"{name} is not supported by petastream.compat; filter the DataFrame before "
-                "make_spark_converter (df.filter(...)) instead"
-            )
+    if filesystem is not None:
+        raise InvalidArgumentError("make_batch_reader(filesystem=...) is not supported by petastream.compat; pass "
+                                   "the URL with storage_options for its fsspec filesystem")
     if (cur_shard is None) != (shard_count is None) or (
         cur_shard is not None and not (isinstance(cur_shard, int) and isinstance(shard_count, int))
     ):
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     check_num_epochs("make_batch_reader", num_epochs)
     num_epochs = None if num_epochs is None else int(num_epochs)
-    dataset = MDSDataset(dataset_root(dataset_url_or_urls, storage_options), storage_options=storage_options,
-                         cache_limit=cache_limit)
+    dataset: Any
+    root = _mds_root(dataset_url_or_urls, storage_options)
+    if root is not None:
+        for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"{name} is not supported on an MDS dataset (what make_spark_converter writes); filter the "
+                    "DataFrame before make_spark_converter (df.filter(...)) instead")
+        dataset = MDSDataset(root, storage_options=storage_options, cache_limit=cache_limit)
+    else:
+        dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache_limit=cache_limit,
+                                filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
+                                cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy)
+        cur_shard = shard_count = None  # the shard's row groups are the source's
     columns = _select(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
     workers = 1 if reader_pool_type == "dummy" else max(1, min(int(workers_count or 1), os.cpu_count() or 1))

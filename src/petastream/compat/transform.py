@@ -98,3 +98,23 @@ def transform_batch(spec: TransformSpec, batch: dict[str, Any]) -> dict[str, Any
             f"Transformed result columns ({sorted(result)}) do not match required schema columns({sorted(wanted)})"
         )
     return {c: result[c] for c in wanted}
+
+
+def transform_schema(schema: Any, transform_spec: TransformSpec) -> Any:
+    """The Unischema of rows after ``transform_spec`` (Petastorm's ``transform_schema``): fields
+    removed or edited leave, edited ones come last, ``selected_fields`` picks and orders them."""
+    from petastream.compat.unischema import Unischema, UnischemaField
+
+    removed = set(transform_spec.removed_fields)
+    unknown = removed - set(schema.fields)
+    if unknown:
+        warnings.warn("remove_fields specified some field names that are not part of the schema. These field "
+                      f'names will be ignored "{", ".join(sorted(unknown))}". ', UserWarning, stacklevel=2)
+    excluded = {f[0] for f in transform_spec.edit_fields} | removed
+    fields = [f for name, f in schema.fields.items() if name not in excluded]
+    fields += [UnischemaField(name=e[0], numpy_dtype=e[1], shape=e[2], codec=None, nullable=e[3])
+               for e in transform_spec.edit_fields]
+    selected = transform_spec.selected_fields
+    if selected is not None:
+        fields = sorted((f for f in fields if f.name in selected), key=lambda f: selected.index(f.name))
+    return Unischema(schema._name + "_transformed", fields)

@@ -29,7 +29,7 @@ from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
 from petastream.parquet.types import ColumnSpec, column_specs, spec_for
 
-__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "check_unchanged", "FETCH_MODES"]
+__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "FETCH_MODES"]
 
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
@@ -213,6 +213,46 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     plan = Plan([loc.url for loc in roots], infos, list(fields), specs, units, unit_of, starts, sizes, mode)
     plan.fingerprint = _fingerprint(plan)
     return plan
+
+
+def restrict(plan: Plan, keep: Sequence[bool | np.ndarray]) -> Plan:
+    """``plan`` with fewer rows: per unit, ``keep`` is True (as it is), False (dropped), or a
+    boolean mask over the rows it keeps now (the rows kept after). Units left empty are
+    dropped; shards are one per unit. What a reader that selects row groups or rows by its own
+    rules at open (Petastorm's row-group selectors, predicates, shards) builds its source from."""
+    if len(keep) != len(plan.units):
+        raise InvalidArgumentError(f"restrict: {len(keep)} selections for {len(plan.units)} units")
+    units = []
+    for unit, k in zip(plan.units, keep):
+        if k is True:
+            units.append(unit)
+            continue
+        if k is False:
+            continue
+        k = np.asarray(k, dtype=bool)
+        if len(k) != unit.rows:
+            raise InvalidArgumentError(f"restrict: a mask of {len(k)} rows for a unit of {unit.rows}")
+        rows = int(k.sum())
+        if rows == 0:
+            continue
+        current = unit.selection()
+        full = k if current is None else _scatter(current, k)
+        mask = None if rows == unit.total_rows else np.packbits(full).tobytes()
+        frac = rows / unit.rows
+        units.append(Unit(unit.file, unit.row_group, rows, unit.total_rows, mask, unit.ranges,
+                          int(unit.stored * frac), int(unit.decoded * frac)))
+    sizes, unit_of, starts = _shards([u.rows for u in units], None)
+    out = Plan(list(plan.root_urls), list(plan.files), list(plan.partition_fields), list(plan.specs), units,
+               unit_of, starts, sizes, plan.fetch)
+    out.fingerprint = _fingerprint(out)
+    return out
+
+
+def _scatter(current: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The selection over all rows: ``current`` narrowed to the rows ``kept`` keeps of it."""
+    full = np.zeros(len(current), dtype=bool)
+    full[np.flatnonzero(current)[kept]] = True
+    return full
 
 
 def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, list[int]],

@@ -1,0 +1,71 @@
+"""Which row groups ``make_reader`` reads, decided once at open, as Petastorm decides them.
+
+1. every row group of the dataset, in Petastorm's order (:func:`~.etl.dataset_metadata.load_row_groups`:
+   the positions its row-group indexes and its shards use);
+2. a predicate whose fields are exactly the (single) Hive partition key is resolved here,
+   per row group, on the partition value (typed as the schema says); any other predicate is
+   evaluated per row by the loading workers;
+3. a ``rowgroup_selector`` keeps the positions the dataset's row-group indexes select;
+4. a shard keeps the positions ``i`` with ``i % shard_count == cur_shard`` (by position, so the
+   shards of any seed are the same sets; a seed only reorders), and there must be at least
+   ``shard_count`` row groups.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from petastream.compat.errors import NoDataAvailableError
+from petastream.compat.etl import _store, dataset_metadata, rowgroup_indexing
+from petastream.compat.predicates import PredicateBase
+from petastream.compat.selectors import select_row_groups
+
+__all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError"]
+
+
+@dataclass
+class RowPlan:
+    location: Any
+    pieces: list[_store.RowGroupPiece]
+    #: Positions (into ``pieces``) read, in Petastorm's order.
+    selected: list[int]
+    #: The predicate the workers evaluate per row (None: none, or resolved on partitions).
+    worker_predicate: PredicateBase | None
+
+
+def plan_row_groups(location: Any, schema: Any, predicate: Any, rowgroup_selector: Any,
+                    cur_shard: int | None, shard_count: int | None, seed: int | None) -> RowPlan:
+    pieces = dataset_metadata.load_row_groups(location)
+    selected = list(range(len(pieces)))
+    worker_predicate = None
+    if predicate is not None:
+        if not isinstance(predicate, PredicateBase):
+            raise ValueError("predicate parameter is expected to be derived from PredicateBase")
+        partition_names = {name for p in pieces[:1] for name, _ in p.partition_keys}
+        if partition_names and set(predicate.get_fields()) == partition_names and len(partition_names) == 1:
+            selected = [i for i in selected if _include_partition(predicate, schema, pieces[i])]
+        else:
+            worker_predicate = predicate
+    if rowgroup_selector is not None:
+        indexes = rowgroup_indexing.get_row_group_indexes(location)
+        selected = select_row_groups(rowgroup_selector, indexes, selected)
+    if cur_shard is not None or shard_count is not None:
+        if not shard_count or not isinstance(cur_shard, int) or not isinstance(shard_count, int):
+            raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
+        if len(pieces) < shard_count:
+            raise NoDataAvailableError(
+                "Number of row-groups in the dataset must be greater or equal to the number of requested shards. "
+                "Otherwise, some of the shards will end up being empty.")
+        if seed is not None:
+            random.Random(seed).shuffle(selected)
+        selected = [i for i in selected if i % shard_count == cur_shard]
+    return RowPlan(location, pieces, selected, worker_predicate)
+
+
+def _include_partition(predicate: PredicateBase, schema: Any, piece: _store.RowGroupPiece) -> bool:
+    name, value = piece.partition_keys[0]
+    field = schema.fields.get(name)
+    typed = field.numpy_dtype(value) if field is not None else value
+    return bool(predicate.do_include({name: typed}))

@@ -1,0 +1,63 @@
+"""``petastream.compat.tf_utils``: Petastorm's ``make_petastorm_dataset`` over make_reader (rows)
+and make_batch_reader (batches), with real TensorFlow."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from petastream.compat import make_batch_reader, make_reader
+from petastream.errors import InvalidArgumentError
+
+tf = pytest.importorskip("tensorflow")
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "petastorm")
+
+
+def test_rows_of_a_unischema_dataset():
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    with make_reader(os.path.join(FIXTURES, "indexed"), schema_fields=["id", "label", "tags", "vec"]) as reader:
+        dataset = make_petastorm_dataset(reader)
+        rows = list(dataset)
+    assert type(rows[0]).__name__ == "Indexed_view_view" and list(rows[0]._fields) == ["id", "label", "tags", "vec"]
+    assert sorted(int(r.id) for r in rows) == list(range(16))
+    assert rows[0].id.dtype == tf.int32 and rows[0].vec.shape == (4,) and rows[0].label.dtype == tf.string
+    assert dataset.element_spec.tags.shape.as_list() == [None]
+
+
+def test_decimals_and_dates_cast_as_petastorm():
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    with make_reader(os.path.join(FIXTURES, "all_codecs"), schema_fields=["id", "price", "day", "ts"]) as reader:
+        rows = sorted(make_petastorm_dataset(reader), key=lambda r: int(r.id))
+    assert rows[0].price.dtype == tf.string and rows[0].ts.dtype == tf.int64 and rows[0].day.dtype == tf.int64
+    # What Petastorm 0.13.1's make_petastorm_dataset gave for row 0 (days, microseconds, normalized str).
+    assert (rows[0].price.numpy(), int(rows[0].day), int(rows[0].ts)) == (b"-5E+3", 10956, 1614834367000000)
+
+
+def test_a_none_is_petastorms_error():
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    with make_reader(os.path.join(FIXTURES, "indexed"), schema_fields=["id", "note"]) as reader:
+        with pytest.raises(Exception, match='"note"=None'):
+            list(make_petastorm_dataset(reader))
+
+
+def test_batches_of_a_parquet_store(tmp_path):
+    from petastream.compat.tf_utils import make_petastorm_dataset, tf_tensors
+
+    ids = np.arange(100)
+    pq.write_table(pa.table({"id": ids, "name": [f"n{i}" for i in ids]}), tmp_path / "a.parquet", row_group_size=30)
+    with make_batch_reader(str(tmp_path), num_epochs=1) as reader:
+        batches = list(make_petastorm_dataset(reader))
+    assert sorted(int(i) for b in batches for i in b.id) == list(range(100))
+    assert batches[0].name.dtype == tf.string and type(batches[0]).__name__ == "inferred_schema_view"
+    with make_batch_reader(str(tmp_path)) as reader:
+        assert len(tf_tensors(reader).id) > 0
+        with pytest.raises(InvalidArgumentError, match="shuffling_queue_capacity"):
+            tf_tensors(reader, shuffling_queue_capacity=10)
