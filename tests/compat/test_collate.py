@@ -11,7 +11,7 @@ import torch
 
 from petastream.compat.pytorch import BatchedDataLoader, DataLoader, decimal_friendly_collate
 from petastream.compat.reader import make_batch_reader
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.errors import DatasetNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mds.writer import write_mds
 
 pytestmark = pytest.mark.torch
@@ -83,8 +83,10 @@ def test_reader_arguments(url, kwargs, error, match):
 
 
 def test_a_url_without_a_dataset_is_refused(tmp_path):
-    with pytest.raises(InvalidArgumentError, match=r"is not an MDS dataset directory .*no index.json"):
+    # neither MDS nor Parquet there: a FileNotFoundError, and one of ours
+    with pytest.raises(DatasetNotFoundError, match=r"no Parquet file or directory at file://.*nothing"):
         make_batch_reader("file://" + str(tmp_path / "nothing"))
+    assert issubclass(DatasetNotFoundError, FileNotFoundError)
 
 
 def test_collate_fn_must_be_callable(url):
