@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from ruff.__main__ import find_ruff_bin
 
-from .compat_pending import exists, is_pending
+from .importable import exists
 from .installability import conflicts, declared, declared_bound, report_items
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -99,7 +99,7 @@ def test_migrated_imports_resolve(name: str, migrate_project) -> None:
         for module, names in _imports(tree):
             if module.startswith("petastream"):
                 for dotted in [f"{module}.{attr}" for attr in names] or [module]:
-                    assert exists(dotted) or is_pending(dotted), (path, dotted)
+                    assert exists(dotted), (path, dotted)
             elif module.split(".")[0] == "petastorm" and any(
                 (migrated.root / n).exists()
                 for n in ("requirements.txt", "requirements.in", "setup.cfg", "pyproject.toml", "environment.yml")

@@ -14,7 +14,7 @@ from petastream.migrate.mapping import (
     resolve,
 )
 
-from .compat_pending import exists, is_pending
+from .importable import exists
 
 
 @pytest.mark.parametrize(
@@ -146,8 +146,6 @@ def _mapped() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("source", "new"), _mapped(), ids=[m[0] for m in _mapped()])
 def test_every_mapped_name_exists_in_compat(source: str, new: str) -> None:
-    if not exists(new) and is_pending(new):
-        pytest.skip(f"{new} is being built on another branch (issue 27)")
     assert exists(new), f"{source} maps to missing {new}"
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from ruff.__main__ import find_ruff_bin
 
-from .compat_pending import exists, is_pending
+from .importable import exists
 from .installability import report_items
 
 EXAMPLES = Path(__file__).parent / "petastorm_examples"
@@ -90,7 +90,7 @@ def test_migrated_imports_resolve(migrated) -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("petastream"):
                 for alias in node.names:
                     dotted = f"{node.module}.{alias.name}"
-                    assert exists(dotted) or is_pending(dotted), (path, dotted)
+                    assert exists(dotted), (path, dotted)
 
 
 def test_petastorm_goes_once_the_last_item_is_rewritten(migrated, run_cli) -> None:
