@@ -109,6 +109,8 @@ class MDSDataset:
         self.shards: ShardTable = opened.table
         #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
         self.fingerprint = opened.fingerprint
+        #: Whether the shards came from petastream.index.arrow (else index.json was parsed).
+        self.index_from_sidecar = opened.from_sidecar
         self.validate_hash = validate_hash
         self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
                                     read_in_place=read_in_place)
