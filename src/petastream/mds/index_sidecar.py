@@ -40,7 +40,7 @@ from petastream.mds.index import parse_index
 from petastream.mds.shard_table import ShardTable
 from petastream.mds.storage import Location
 
-__all__ = ["INDEX_SIDECAR", "dump_index_sidecar", "load_index_sidecar", "write_index_files",
+__all__ = ["INDEX_SIDECAR", "dump_index_sidecar", "encode_index_sidecar", "load_index_sidecar", "write_index_files",
            "open_index", "OpenedIndex", "index_fingerprint"]
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,14 @@ def dump_index_sidecar(shards: list[dict[str, Any]], index_bytes: bytes) -> byte
     """The sidecar for ``shards`` written as ``index_bytes``; None when the columns cannot
     rebuild every shard exactly (then readers parse the JSON, as Mosaic's datasets)."""
     table = ShardTable.from_shards(shards)
-    if any(table[i] != shard for i, shard in enumerate(shards)):
+    if any(table._build(i) != shard for i, shard in enumerate(shards)):
         return None
-    table._cache.clear()
+    return encode_index_sidecar(table, index_bytes)
+
+
+def encode_index_sidecar(table: ShardTable, index_bytes: bytes) -> bytes:
+    """The sidecar bytes of ``table``, for the index.json ``index_bytes`` (which the caller
+    guarantees ``table`` describes exactly)."""
     fields: dict[str, Any] = {
         "samples": pa.array(table.samples), "raw_bytes": pa.array(table.raw_bytes),
         "zip_bytes": pa.array(table.zip_bytes), "template": pa.array(table.template_ids),
@@ -124,7 +129,7 @@ def load_index_sidecar(data: Any, index_digest: str, index_size: int) -> tuple[S
             zip_bytes=_ints(cols["zip_bytes"]),
             raw_names=cols["raw_name"], zip_names=cols["zip_name"],
             templates=json.loads(meta["templates"]),
-            template_ids=cols["template"].to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+            template_ids=_ints(cols["template"], np.int32),
             raw_hashes={k.split(":", 1)[1]: v for k, v in cols.items() if k.startswith("raw_hash:")},
             zip_hashes={k.split(":", 1)[1]: v for k, v in cols.items() if k.startswith("zip_hash:")},
         )
@@ -134,8 +139,14 @@ def load_index_sidecar(data: Any, index_digest: str, index_size: int) -> tuple[S
         return None
 
 
-def _ints(column: pa.Array) -> np.ndarray:
-    return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+def _ints(column: pa.Array, dtype: Any = np.int64) -> np.ndarray:
+    """A zero-copy numpy view of an integer column without nulls (``to_numpy`` may import
+    pandas: 0.8 s)."""
+    dtype = np.dtype(dtype)
+    if column.type != pa.from_numpy_dtype(dtype) or column.null_count:
+        raise ValueError(f"column of {column.type} with {column.null_count} nulls; expected {dtype}")
+    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column),
+                         offset=column.offset * dtype.itemsize)
 
 
 @dataclass
@@ -148,22 +159,46 @@ class OpenedIndex:
 def open_index(location: Location, cache: Any, cache_limit: int | None) -> OpenedIndex:
     """The dataset's shards: from the sidecar when it describes index.json's bytes, else from
     the JSON. Raises FileNotFoundError without an index.json."""
-    index = _read(location, "index.json", cache, cache_limit)
-    if index is None:
-        raise FileNotFoundError(location.child_url("index.json"))
-    digest = _index_digest(index)
+    if location.is_local:
+        # Hashed as read in pieces: the JSON is held in memory only when it is parsed.
+        path = location.local_file("index.json")
+        assert path is not None
+        digest, size = _hash_file(path)
+        index: Any = None
+    else:
+        index = _read(location, "index.json", cache, cache_limit)
+        if index is None:
+            raise FileNotFoundError(location.child_url("index.json"))
+        digest, size = _index_digest(index), len(index)
     sidecar = _read(location, INDEX_SIDECAR, cache, cache_limit)
     if sidecar is not None:
-        loaded = load_index_sidecar(sidecar, digest, len(index))
+        loaded = load_index_sidecar(sidecar, digest, size)
         if loaded is not None:
             _close(index)
             return OpenedIndex(loaded[0], loaded[1], True)
+    if index is None:
+        index = _read(location, "index.json", cache, cache_limit)
+        if index is None:  # removed since it was hashed
+            raise FileNotFoundError(location.child_url("index.json"))
     text = bytes(index)
     _close(index)
     shards = parse_index(text, source=location.child_url("index.json"))
     fingerprint = index_fingerprint(text)
     del text
     return OpenedIndex(ShardTable.from_shards(shards), fingerprint, False)
+
+
+def _hash_file(path: str) -> tuple[str, int]:
+    """(xxh3-128 hex, size) of a local file, read in 8 MiB pieces. FileNotFoundError if absent."""
+    h = xxhash.xxh3_128()
+    piece = bytearray(8 << 20)
+    view = memoryview(piece)
+    size = 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(piece):
+            h.update(view[:n])
+            size += n
+    return h.hexdigest(), size
 
 
 def _close(buf: Any) -> None:
