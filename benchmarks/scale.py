@@ -12,7 +12,7 @@ index needs neither a million files nor their bytes.
 Each measurement is a fresh subprocess (one rank of ``--world``), timing
 ``petastream.open`` (index parsed or sidecar loaded), the planner (``StreamPlanner``,
 shuffled, its first chunk) and the first batch's read, and reporting its peak RSS
-(``getrusage``). Variants: each ``--variant label=src`` runs with that ``src`` first on
+(``VmHWM``). Variants: each ``--variant label=src`` runs with that ``src`` first on
 PYTHONPATH (e.g. the code before the sidecar); ``<label>-json`` runs the same code with the
 sidecar ignored (the JSON path). ``--mosaic`` runs Mosaic's ``StreamingDataset(local=...)``
 (world size 1, no shuffle: Mosaic partitions every sample at the first read) in its own
@@ -37,7 +37,13 @@ SAMPLES = 10_000
 BATCH = 32
 
 _RUNNER = r"""
-import json, resource, sys, time
+import json, sys, time
+
+def peak_rss_mb():
+    # VmHWM: this program's peak. (getrusage's ru_maxrss survives exec: a child of a big
+    # parent reports the parent's size.)
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
 t0 = time.perf_counter()
 import numpy as np
 import petastream
@@ -66,12 +72,17 @@ got = ds.read(ids)
 t_batch = time.perf_counter()
 assert len(got["id"]) == len(ids)
 print(json.dumps({"open": t_open - t_import, "plan": t_plan - t_open, "first_batch": t_batch - t_plan,
-                  "total": t_batch - t_import, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "sidecar": bool(getattr(ds, "index_from_sidecar", False))}))
+                  "total": t_batch - t_import, "rss_mb": peak_rss_mb(), "sidecar": bool(getattr(ds, "index_from_sidecar", False))}))
 """
 
 _MOSAIC = r"""
-import json, resource, sys, time
+import json, sys, time
+
+def peak_rss_mb():
+    # VmHWM: this program's peak. (getrusage's ru_maxrss survives exec: a child of a big
+    # parent reports the parent's size.)
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
 t0 = time.perf_counter()
 from streaming import StreamingDataset
 t_import = time.perf_counter()
@@ -81,7 +92,7 @@ it = iter(ds)
 first = [next(it) for _ in range(int(sys.argv[2]))]
 t_batch = time.perf_counter()
 print(json.dumps({"open": t_open - t_import, "plan": None, "first_batch": t_batch - t_open,
-                  "total": t_batch - t_import, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "total": t_batch - t_import, "rss_mb": peak_rss_mb()}))
 """
 
 
