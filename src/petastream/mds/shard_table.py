@@ -67,9 +67,13 @@ class ShardTable(Sequence[dict[str, Any]]):
         template_ids = np.empty(n, dtype=np.int32)
         for i, shard in enumerate(shards):
             key = _fast_key(shard)
+            try:
+                code = codes.get(key) if key is not None else None
+            except TypeError:  # unhashable: not a plain shard
+                key = None
             if key is None:
                 key = json.dumps(_template(shard), sort_keys=True)
-            code = codes.get(key)
+                code = codes.get(key)
             if code is None:
                 code = codes[key] = len(templates)
                 templates.append(_template(shard))
@@ -165,23 +169,19 @@ _PLAIN_FILE = frozenset(_FILE_KEYS)
 
 
 def _fast_key(shard: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A hashable key naming a plain shard's template (exactly Mosaic's keys, scalar values
-    where Mosaic writes them) without serialising it; None for anything else."""
+    """A key naming a plain shard's template (exactly Mosaic's keys) without serialising it;
+    None for anything else. Types sit beside values (``1 == 1.0 == True`` as keys) so a
+    template rebuilds the same JSON. Unhashable where a list or dict sits in place of a scalar
+    (the caller then takes the slow, exact key)."""
     raw, zipped = shard["raw_data"], shard["zip_data"]
     if shard.keys() != _PLAIN_KEYS or raw.keys() != _PLAIN_FILE or (
             zipped is not None and (not isinstance(zipped, dict) or zipped.keys() != _PLAIN_FILE)):
         return None
-    try:
-        key = (tuple(shard["column_names"]), tuple(shard["column_encodings"]),
-               tuple(shard["column_sizes"]), shard["compression"], shard["format"],
-               tuple(shard["hashes"]), shard["size_limit"], shard["version"],
-               tuple(sorted(raw["hashes"])), None if zipped is None else tuple(sorted(zipped["hashes"])))
-        hash(key)
-    except TypeError:  # a list or dict where a scalar belongs: the slow, exact key
-        return None
-    # 1 == 1.0 == True as keys: keep the types apart so the template rebuilds the same JSON.
-    return (key, tuple(type(v).__name__ for v in (shard["size_limit"], shard["version"])),
-            tuple(type(v).__name__ for v in shard["column_sizes"]))
+    sizes, limit, version = shard["column_sizes"], shard["size_limit"], shard["version"]
+    return (tuple(shard["column_names"]), tuple(shard["column_encodings"]), tuple(sizes),
+            tuple(map(type, sizes)), shard["compression"], shard["format"], tuple(shard["hashes"]),
+            limit, type(limit), version, type(version), tuple(raw["hashes"]),
+            None if zipped is None else tuple(zipped["hashes"]))
 
 
 def _template(shard: dict[str, Any]) -> dict[str, Any]:
