@@ -188,7 +188,7 @@ class Location:
         with contextlib.suppress(Exception):  # fresh: not fsspec's listing cache
             self.fs.invalidate_cache(target)
         info = self.fs.info(target)
-        return int(info["size"]), _remote_tag(info)
+        return int(info["size"]), remote_tag(info)
 
     def isdir(self) -> bool:
         return os.path.isdir(self.path) if self.is_local else self.fs.isdir(self.path)
