@@ -32,6 +32,17 @@ def s3_endpoint():
         yield endpoint
 
 
+@pytest.fixture(scope="session")
+def recording_s3(tmp_path_factory):
+    """A moto S3 server on loopback that records every request (tests count GETs per file)."""
+    from tests.mds.conftest import RecordingS3
+    from tests.servers import moto_s3_server
+
+    log = str(tmp_path_factory.mktemp("moto-recording") / "requests.jsonl")
+    with moto_s3_server({"MOTO_ENABLE_RECORDING": "True", "MOTO_RECORDER_FILEPATH": log}) as endpoint:
+        yield RecordingS3(endpoint, log)
+
+
 @pytest.fixture
 def s3_bucket(s3_endpoint, monkeypatch):
     """A fresh bucket on the loopback S3 server; yields its ``s3://`` URL."""

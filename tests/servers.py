@@ -19,28 +19,36 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def moto_s3_server() -> Iterator[str]:
-    """Start ``moto_server`` on 127.0.0.1 and yield its endpoint URL; stop it afterwards."""
+def local_server(args: list[str], probe: str, env: dict[str, str] | None = None,
+                 timeout: float = 60.0) -> Iterator[str]:
+    """Run ``python -m <args>`` (a server on loopback, given its port as ``{port}``), wait until
+    ``probe`` (a path) answers, yield its base URL; stop it afterwards."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", *(a.format(port=port) for a in args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **(env or {})})
+    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while True:
             try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
+                urllib.request.urlopen(base + probe, timeout=1)
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start") from None
+                    raise RuntimeError(f"{args[0]} did not start") from None
                 time.sleep(0.2)
-        yield endpoint
+        yield base
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def moto_s3_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start ``moto_server`` on 127.0.0.1 and yield its endpoint URL; stop it afterwards."""
+    with local_server(["moto.server", "-H", "127.0.0.1", "-p", "{port}"], "/moto-api/", env) as endpoint:
+        yield endpoint
 
 
 S3_ENV = {

@@ -21,10 +21,9 @@ PROTOCOL = {"AttributeError", "NotImplementedError", "StopIteration", "KeyboardI
 PARITY = {
     "compat/spark_dataset_converter.py": {"RuntimeError": 3, "ValueError": 2},
     "compat/_urls.py": {"ValueError": 4, "IndexError": 1},
-    "compat/reader.py": {"ValueError": 4, "RuntimeError": 3},
+    "compat/reader.py": {"ValueError": 4, "RuntimeError": 1},
     "compat/transform.py": {"ValueError": 3},
     "compat/pytorch.py": {"RuntimeError": 3},
-    "compat/_inmem.py": {"RuntimeError": 1},
     "compat/_arrow_fields.py": {"ValueError": 1, "RuntimeError": 1},
     "compat/_images.py": {"ValueError": 2},
     "compat/codecs.py": {"RuntimeError": 4, "ValueError": 7, "TypeError": 1},
@@ -38,7 +37,7 @@ PARITY = {
     "compat/_row_load.py": {"ValueError": 2},
     "compat/_row_plan.py": {"ValueError": 2},
     "compat/ngram.py": {"ValueError": 7},
-    "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 3},
+    "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 2},
     "compat/tf_utils.py": {"RuntimeError": 1},
     "compat/weighted_sampling_reader.py": {"ValueError": 5},
 }

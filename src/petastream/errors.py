@@ -77,7 +77,8 @@ reader._select                               "No fields matching the criteria"  
 reader.make_batch_reader                     "Unknown reader_pool_type",           ValueError
                                              "Unknown cache_type", "partition and
                                              num_partitions must be ints..."
-reader.Reader, _inmem, _tf (stopped reader)  "Trying to read a sample after a"     RuntimeError
+errors.stopped_error() (every stopped       "Trying to read a sample after a"     RuntimeError
+reader: Reader, RowReader, _inmem, _tf)
 transform.TransformSpec, .transform_batch    "User can only specify one of",       ValueError
                                              "Transformed result columns"
 pytorch.LoaderBase.__iter__                  "Cannot start a new iteration",       RuntimeError

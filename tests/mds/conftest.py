@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -44,30 +43,6 @@ class RecordingS3:
         """GET requests per shard file (path-style URL: /bucket/key)."""
         return Counter(path for method, path in self.requests()
                        if method == "GET" and "/shard." in path)
-
-
-@pytest.fixture(scope="session")
-def recording_s3(tmp_path_factory):
-    log = str(tmp_path_factory.mktemp("moto-recording") / "requests.jsonl")
-    port = free_port()
-    env = {**os.environ, "MOTO_ENABLE_RECORDING": "True", "MOTO_RECORDER_FILEPATH": log}
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.2)
-        yield RecordingS3(endpoint, log)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ def test_second_open_reuses_the_shard_cache(mixed, monkeypatch):
     monkeypatch.setattr(petastream.mds.storage.Location, "read_bytes", counting)
     ds2 = petastream.open(path)
     ds2.read(np.arange(len(ds2)))
-    assert calls == ["index.json", "petastream.json"]  # the metadata files only, no shard
+    assert calls and not [c for c in calls if ".mds" in c]  # metadata files only, no shard
 
 
 def test_truncated_compressed_shard_names_the_file(tmp_path):

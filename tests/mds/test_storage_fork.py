@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import subprocess
-import sys
-import time
 import traceback
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,7 +19,7 @@ import pytest
 import petastream
 from petastream.mds.storage import resolve
 from petastream.mds.writer import write_mds
-from tests.servers import free_port
+from tests.servers import local_server
 
 N = 300
 DATA = {"id": np.arange(N), "s": np.array([f"v{i}" for i in range(N)], dtype=object)}
@@ -111,24 +107,8 @@ def http_root(tmp_path) -> Iterator[tuple[str, str]]:
     """``(directory, its http:// URL)``: Python's static file server on loopback."""
     root = tmp_path / "www"
     root.mkdir()
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port),
-                             "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "/", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("http.server did not start") from None
-                time.sleep(0.2)
+    with local_server(["http.server", "--bind", "127.0.0.1", "{port}", "--directory", str(root)], "/") as base:
         yield str(root), base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_forked_child_reads_an_http_dataset(http_root, tmp_path):

@@ -26,11 +26,11 @@ CLEAN_AFTER_MIGRATION = {
 }
 WITH_MANUAL_ITEMS = {
     "loader.py": """
-        from petastorm import make_reader, TransformSpec
-        with make_reader(url) as reader:
-            pass
+        from petastorm import TransformSpec
+        from petastorm.fs_utils import FilesystemResolver
+        fs = FilesystemResolver(url).filesystem()
         loader = converter.make_torch_dataloader(transform_spec=TransformSpec(fn))
-        """,  # the TransformSpec goes to the converter only: it moves, the reader stays
+        """,  # TransformSpec moves; petastorm.fs_utils has no compat equivalent and stays
 }
 
 
@@ -93,20 +93,25 @@ def test_manual_items_exit_3_in_every_mode_once_nothing_is_pending(tmp_path: Pat
     for args in ([], ["--write"], ["--check"]):
         run = run_cli(*args, ".", cwd=tmp_path)
         assert run.code == 3, args
-    assert read(tmp_path, "loader.py").splitlines()[:2] == [
-        "from petastorm import make_reader",
+    assert read(tmp_path, "loader.py").splitlines()[:2] == [  # isort order kept
+        "from petastorm.fs_utils import FilesystemResolver",
         "from petastream.compat import TransformSpec",
     ]
     assert "loader.py: 1 item(s) to migrate by hand" in run.err
-    assert "  loader.py:1: petastorm.make_reader is not provided by petastream.compat (also used at 3)" in run.err
-    assert "      suggestion: materialize the data with make_spark_converter(df)" in run.err
+    assert (
+        "  loader.py:1: petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat "
+        "(also used at 3)"
+    ) in run.err
+    assert "      suggestion: resolve storage URLs with fsspec (fsspec.core.url_to_fs(url))" in run.err
 
 
 def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, WITH_MANUAL_ITEMS)
     assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 3
     text = read(tmp_path, "loader.py")
-    assert text.startswith("# TODO(petastream): petastorm.make_reader is not provided by petastream.compat; ")
+    assert text.startswith(
+        "# TODO(petastream): petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; "
+    )
     assert run_cli("--check", "--todo", ".", cwd=tmp_path).out == ""  # idempotent
 
 
@@ -145,7 +150,7 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
     files = {f["path"]: f for f in report["files"]}
     assert sorted(files) == ["broken.py", "loader.py", "requirements.txt", "train.py"]
     (kept,) = files["requirements.txt"]["items"]
-    assert kept["code"] == "petastorm-kept" and "loader.py:1" in kept["message"]
+    assert kept["code"] == "petastorm-kept" and "loader.py:2" in kept["message"]
     assert files["broken.py"]["error"].startswith("does not parse")
     assert files["train.py"] == {
         "path": "train.py",
@@ -157,18 +162,18 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
     }
     (item,) = files["loader.py"]["items"]
     assert item == {
-        "line": 1,
-        "column": 22,
+        "line": 2,
+        "column": 31,
         "cell": None,
         "code": "unsupported-import",
-        "location": "loader.py:1",
-        "message": "petastorm.make_reader is not provided by petastream.compat",
+        "location": "loader.py:2",
+        "message": "petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat",
         "suggestion": item["suggestion"],
-        "uses": ["2"],
+        "uses": ["3"],
         "severity": "manual",
         "keeps_petastorm": True,
     }
-    assert "petastream.open(url)" in item["suggestion"]
+    assert "fsspec" in item["suggestion"]
 
 
 def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
@@ -176,7 +181,7 @@ def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
             {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-             "source": ["%pip install petastorm\n", "from petastorm import make_reader"]},
+             "source": ["%pip install petastorm\n", "from petastorm.hdfs.namenode import HdfsNamenodeResolver"]},
         ],
         "metadata": {},
         "nbformat": 4,
@@ -185,10 +190,10 @@ def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb, indent=1) + "\n", encoding="utf-8")
     run = run_cli("--report", "r.json", "nb.ipynb", cwd=tmp_path)
     assert run.code == 3
-    assert "  nb.ipynb:cell 2:2: petastorm.make_reader is not provided" in run.err
+    assert "  nb.ipynb:cell 2:2: petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided" in run.err
     item = json.loads(read(tmp_path, "r.json"))["files"][0]["items"][0]
     assert (item["cell"], item["line"], item["location"]) == (2, 2, "nb.ipynb:cell 2:2")
-    # the notebook still imports make_reader: its %pip keeps petastorm, adds petastream
+    # the notebook still imports Petastorm's HDFS helper: its %pip keeps petastorm, adds petastream
     assert '+    "%pip install petastorm \\"petastream[spark]\\"\\n",' in run.out
 
 
@@ -322,7 +327,7 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     assert "+++ b/train.py" in check.stdout
     assert "3 file(s) scanned, 3 would change, 2 flagged" in check.stderr
     write = subprocess.run([*command, "migrate", "--write", "-j", "2", "."], cwd=tmp_path, capture_output=True, text=True, env=env)
-    assert write.returncode == 3  # loader.py still has make_reader
+    assert write.returncode == 3  # loader.py still has FilesystemResolver
     assert read(tmp_path, "train.py").startswith("from petastream.compat import")
     helptext = subprocess.run([*command, "migrate", "--help"], capture_output=True, text=True, env=env)
     assert helptext.returncode == 0
@@ -331,7 +336,7 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
 
 
 def test_dependency_files_follow_the_code_of_their_own_project(tmp_path: Path, run_cli) -> None:
-    keeps = "from petastorm import make_reader\nr = make_reader(url)\n"
+    keeps = "from petastorm.workers_pool.thread_pool import ThreadPool\npool = ThreadPool(4)\n"
     done = "from petastorm.spark import make_spark_converter\n"
     write_tree(
         tmp_path,

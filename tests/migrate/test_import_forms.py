@@ -105,19 +105,19 @@ def test_import_petastorm_partly_migratable_keeps_the_import_and_adds_compat() -
         import petastorm
 
         conv = petastorm.spark.make_spark_converter(df)
-        reader = petastorm.make_batch_reader(url)
+        resolver = petastorm.fs_utils.FilesystemResolver(url)
         """,
         """
         import petastorm
         import petastream.compat
 
         conv = petastream.compat.make_spark_converter(df)
-        reader = petastorm.make_batch_reader(url)
+        resolver = petastorm.fs_utils.FilesystemResolver(url)
         """,
         ["unsupported-use"],
     )
     assert result.items[0].line == 4
-    assert "make_batch_reader" in result.items[0].message
+    assert "FilesystemResolver" in result.items[0].message
 
 
 def test_import_dotted_submodule_uses_several_compat_modules() -> None:
@@ -195,10 +195,32 @@ def test_from_import_of_submodules() -> None:
     )
 
 
-def test_from_import_of_transform_module_is_rewritten_per_use() -> None:
+def test_from_import_of_mirrored_modules_moves_module_for_module() -> None:
     assert_migrates(
         "from petastorm import transform\nspec = transform.TransformSpec(func)\n",
-        "import petastream.compat\nspec = petastream.compat.TransformSpec(func)\n",
+        "from petastream.compat import transform\nspec = transform.TransformSpec(func)\n",
+    )
+    assert_migrates(
+        """
+        from petastorm import reader, tf_utils
+        from petastorm.etl import dataset_metadata
+        import petastorm.unischema as us
+
+        schema = dataset_metadata.get_schema_from_dataset_url(url)
+        field = us.UnischemaField("id", np.int64, (), None, False)
+        with reader.make_reader(url, schema_fields=[field]) as r:
+            ds = tf_utils.make_petastorm_dataset(r)
+        """,
+        """
+        from petastream.compat import reader, tf_utils
+        from petastream.compat.etl import dataset_metadata
+        import petastream.compat.unischema as us
+
+        schema = dataset_metadata.get_schema_from_dataset_url(url)
+        field = us.UnischemaField("id", np.int64, (), None, False)
+        with reader.make_reader(url, schema_fields=[field]) as r:
+            ds = tf_utils.make_petastorm_dataset(r)
+        """,
     )
 
 

@@ -6,28 +6,27 @@ import pytest
 
 from .conftest import assert_migrates, dedent, migrate
 
+# What petastream.compat does not provide (docs/migrate-tool.md, "What stays on Petastorm").
 UNSUPPORTED = [
-    ("from petastorm import make_reader", "petastorm.make_reader", "petastream.open(url)"),
-    ("from petastorm import make_batch_reader", "petastorm.make_batch_reader", "spark.read.parquet"),
-    (
-        "from petastorm.etl.dataset_metadata import materialize_dataset",
-        "petastorm.etl.dataset_metadata.materialize_dataset",
-        "df.write.parquet(url)",
-    ),
-    ("from petastorm.unischema import Unischema", "petastorm.unischema.Unischema", "StructType"),
-    ("from petastorm.unischema import UnischemaField", "petastorm.unischema.UnischemaField", "StructType"),
-    ("from petastorm.unischema import dict_to_spark_row", "petastorm.unischema.dict_to_spark_row", "Row"),
-    ("from petastorm.codecs import CompressedImageCodec", "petastorm.codecs.CompressedImageCodec", "binary"),
-    ("from petastorm.codecs import NdarrayCodec", "petastorm.codecs.NdarrayCodec", "array<float>"),
-    ("from petastorm.codecs import ScalarCodec", "petastorm.codecs.ScalarCodec", "plain columns"),
-    ("from petastorm.tf_utils import make_petastorm_dataset", "petastorm.tf_utils.make_petastorm_dataset", "make_tf_dataset"),
-    ("from petastorm.tf_utils import tf_tensors", "petastorm.tf_utils.tf_tensors", "make_tf_dataset"),
-    ("from petastorm.predicates import in_lambda", "petastorm.predicates.in_lambda", "df.filter"),
-    ("from petastorm.reader import Reader", "petastorm.reader.Reader", "make_torch_dataloader"),
     ("from petastorm import NoDataAvailableError", "petastorm.NoDataAvailableError", "PetastreamError"),
     ("from petastorm.fs_utils import FilesystemResolver", "petastorm.fs_utils.FilesystemResolver", "fsspec"),
+    ("from petastorm.hdfs.namenode import HdfsNamenodeResolver", "petastorm.hdfs.namenode.HdfsNamenodeResolver", "hdfs://"),
+    ("from petastorm.workers_pool.thread_pool import ThreadPool", "petastorm.workers_pool.thread_pool.ThreadPool", "reader_pool_type"),
+    ("from petastorm.cache import CacheBase", "petastorm.cache.CacheBase", "custom CacheBase subclasses"),
+    ("from petastorm.local_disk_cache import LocalDiskCache", "petastorm.local_disk_cache.LocalDiskCache", "cache_type='local-disk'"),
+    ("from petastorm.reader import normalize_dataset_url_or_urls", "petastorm.reader.normalize_dataset_url_or_urls", "cache_type="),
     ("from petastorm.pytorch import LoaderBase", "petastorm.pytorch.LoaderBase", "BatchedDataLoader"),
-    ("from petastorm.ngram import NGram", "petastorm.ngram.NGram", "rewrite this by hand"),
+    ("from petastorm.tf_utils import date_to_nsec_from_epoch", "petastorm.tf_utils.date_to_nsec_from_epoch", "make_petastorm_dataset, tf_tensors"),
+    ("from petastorm.transform import transform_schema", "petastorm.transform.transform_schema", "TransformSpec, edit_field"),
+    ("from petastorm.utils import run_in_subprocess", "petastorm.utils.run_in_subprocess", "ProcessPoolExecutor"),
+    ("from petastorm.spark_utils import dataset_as_rdd", "petastorm.spark_utils.dataset_as_rdd", "decode_row"),
+    ("from petastorm.tools.copy_dataset import copy_dataset", "petastorm.tools.copy_dataset.copy_dataset", "materialize_dataset"),
+    (
+        "from petastorm.etl.petastorm_generate_metadata import generate_petastorm_metadata",
+        "petastorm.etl.petastorm_generate_metadata.generate_petastorm_metadata",
+        "with materialize_dataset(spark, url, schema): pass",
+    ),
+    ("from petastorm.test_util.reader_mock import ReaderMock", "petastorm.test_util.reader_mock.ReaderMock", "make_reader"),
 ]
 
 
@@ -40,8 +39,10 @@ def test_unsupported_names_stay_and_are_reported(source: str, path: str, hint: s
     assert item.line == 1
 
 
-def test_unischema_dataset_script_is_left_alone_with_one_item_per_name() -> None:
-    source = """
+def test_unischema_dataset_script_moves_module_for_module() -> None:
+    # Petastorm's hello-world ETL shape: schema, codecs, materialize_dataset, dict_to_spark_row
+    assert_migrates(
+        """
         import numpy as np
         from petastorm.codecs import CompressedImageCodec, NdarrayCodec, ScalarCodec
         from petastorm.etl.dataset_metadata import materialize_dataset
@@ -55,71 +56,97 @@ def test_unischema_dataset_script_is_left_alone_with_one_item_per_name() -> None
         ])
         with materialize_dataset(spark, output_url, HelloWorldSchema, 256):
             rows = sc.parallelize(range(10)).map(row_generator).map(lambda x: dict_to_spark_row(HelloWorldSchema, x))
+        """,
         """
-    result = assert_migrates(source, source, ["unsupported-import"] * 7)
-    materialize = next(i for i in result.items if "materialize_dataset" in i.message)
-    assert (materialize.line, materialize.column) == (3, 43)
-    assert materialize.uses == ("12",)
-    unischema_field = next(i for i in result.items if "UnischemaField" in i.message)
-    assert unischema_field.uses == ("8", "9", "10")
+        import numpy as np
+        from petastream.compat.codecs import CompressedImageCodec, NdarrayCodec, ScalarCodec
+        from petastream.compat.etl.dataset_metadata import materialize_dataset
+        from petastream.compat.unischema import Unischema, UnischemaField, dict_to_spark_row
+        from pyspark.sql.types import IntegerType
+
+        HelloWorldSchema = Unischema('HelloWorldSchema', [
+            UnischemaField('id', np.int32, (), ScalarCodec(IntegerType()), False),
+            UnischemaField('image1', np.uint8, (128, 256, 3), CompressedImageCodec('png'), False),
+            UnischemaField('array_4d', np.uint8, (None, 128, 30, None), NdarrayCodec(), False),
+        ])
+        with materialize_dataset(spark, output_url, HelloWorldSchema, 256):
+            rows = sc.parallelize(range(10)).map(row_generator).map(lambda x: dict_to_spark_row(HelloWorldSchema, x))
+        """,
+    )
+
+
+def test_one_item_per_unsupported_name_with_its_uses() -> None:
+    source = """
+        from petastorm.fs_utils import FilesystemResolver, get_filesystem_and_path_or_paths
+        from petastorm.local_disk_cache import LocalDiskCache
+
+        resolver = FilesystemResolver(url)
+        fs, path = get_filesystem_and_path_or_paths(url)
+        cache = LocalDiskCache(path, 10 ** 9, 100)
+        again = FilesystemResolver(other)
+        """
+    result = assert_migrates(source, source, ["unsupported-import"] * 3)
+    resolver = result.items[0]
+    assert (resolver.line, resolver.column, resolver.uses) == (1, 31, ("4", "7"))
 
 
 def test_todo_comments_mark_each_item_once() -> None:
     result = assert_migrates(
         """
         import os
-        from petastorm import make_reader, TransformSpec
+        from petastorm import TransformSpec
+        from petastorm.reader import Reader
 
         def load(url):
             import petastorm
             try:
-                return petastorm.make_batch_reader(url)
+                return Reader(filesystem, url, transform_spec=TransformSpec(fn))
             except petastorm.NoDataAvailableError:
                 return None
         """,
         """
         import os
-        # TODO(petastream): petastorm.make_reader is not provided by petastream.compat; materialize the data with make_spark_converter(df) and read it with converter.make_torch_dataloader()/make_tf_dataset(), or write it as MDS and read it with petastream.open(url)
-        # TODO(petastream): petastorm.TransformSpec stays on Petastorm: this file also uses petastorm.make_reader, which petastream.compat does not provide, and moving TransformSpec without its reader would make this file need petastream as well as petastorm; migrate the reader and what reads it together: for a Spark DataFrame use make_spark_converter(df) with converter.make_torch_dataloader()/make_tf_dataset(); for MDS data use petastream.open(url); until then this file keeps petastorm (and so does the project's dependency list)
-        from petastorm import make_reader, TransformSpec
+        # TODO(petastream): petastorm.TransformSpec stays on Petastorm: its read pipeline uses petastorm.reader.Reader, which stays on Petastorm, and moving TransformSpec without its reader would make this file need petastream as well as petastorm; migrate petastorm.reader.Reader first (see its item); the rest of the pipeline moves with it on the next run; until then this file keeps petastorm (and so does the project's dependency list)
+        from petastorm import TransformSpec
+        # TODO(petastream): petastorm.reader.Reader is called in this file: its constructor (pyarrow_filesystem, dataset_path, worker_class, ...) is Petastorm's reader internals, which petastream.compat does not provide (it keeps the name, for annotations and isinstance); create the reader with make_reader(url, ...) or make_batch_reader(url, ...), which petastream.compat takes over with Petastorm's arguments; until then this file keeps petastorm, and so does the reader's pipeline
+        from petastorm.reader import Reader
 
         def load(url):
             import petastorm
             try:
-                # TODO(petastream): petastorm.make_batch_reader is not provided by petastream.compat; for Parquet data use make_spark_converter(spark.read.parquet(url)) and converter.make_torch_dataloader()/make_tf_dataset(); petastream.compat.make_batch_reader reads only what a converter materialized (converter.file_urls); read other MDS data with petastream.open(url)
-                return petastorm.make_batch_reader(url)
+                return Reader(filesystem, url, transform_spec=TransformSpec(fn))
             # TODO(petastream): petastorm.NoDataAvailableError is not provided by petastream.compat; catch petastream.PetastreamError instead (or drop the handler)
             except petastorm.NoDataAvailableError:
                 return None
         """,
-        ["unsupported-import", "kept-with-petastorm-reader", "unsupported-use", "unsupported-use"],
+        ["kept-with-petastorm-reader", "unsupported-use", "unsupported-use"],
         todo=True,
     )
-    assert [i.line for i in result.items] == [2, 2, 7, 8]
+    assert [i.line for i in result.items] == [2, 3, 9]
 
 
 def test_todo_comment_on_the_first_line_and_above_a_decorator() -> None:
     assert_migrates(
         """
         # header comment
-        from petastorm import make_reader
+        from petastorm.fs_utils import FilesystemResolver
         from unittest import mock
 
 
         class TestIt:
-            @mock.patch("petastorm.make_reader")
+            @mock.patch("petastorm.fs_utils.FilesystemResolver")
             def test(self, fake): ...
         """,
         """
         # header comment
-        # TODO(petastream): petastorm.make_reader is not provided by petastream.compat; materialize the data with make_spark_converter(df) and read it with converter.make_torch_dataloader()/make_tf_dataset(), or write it as MDS and read it with petastream.open(url)
-        from petastorm import make_reader
+        # TODO(petastream): petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; resolve storage URLs with fsspec (fsspec.core.url_to_fs(url)); petastream.compat's readers take the URL itself (and storage_options= or filesystem=)
+        from petastorm.fs_utils import FilesystemResolver
         from unittest import mock
 
 
         class TestIt:
-            # TODO(petastream): patch target 'petastorm.make_reader': petastorm.make_reader is not provided by petastream.compat; materialize the data with make_spark_converter(df) and read it with converter.make_torch_dataloader()/make_tf_dataset(), or write it as MDS and read it with petastream.open(url)
-            @mock.patch("petastorm.make_reader")
+            # TODO(petastream): patch target 'petastorm.fs_utils.FilesystemResolver': petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; resolve storage URLs with fsspec (fsspec.core.url_to_fs(url)); petastream.compat's readers take the URL itself (and storage_options= or filesystem=)
+            @mock.patch("petastorm.fs_utils.FilesystemResolver")
             def test(self, fake): ...
         """,
         ["unsupported-import", "unsupported-patch-target"],
@@ -128,12 +155,12 @@ def test_todo_comment_on_the_first_line_and_above_a_decorator() -> None:
 
 
 def test_without_the_flag_no_comment_is_added() -> None:
-    source = "from petastorm import make_reader\n"
+    source = "from petastorm.fs_utils import FilesystemResolver\n"
     assert migrate(source).code == source
 
 
 def test_todo_comment_already_present_is_not_added_again() -> None:
-    marked = migrate("from petastorm import make_reader\n", todo=True).code
+    marked = migrate("from petastorm.fs_utils import FilesystemResolver\n", todo=True).code
     assert marked.count("# TODO(petastream)") == 1
     assert migrate(marked, todo=True).code == marked
     # the item is still reported: the work is not done yet
@@ -144,9 +171,9 @@ def test_items_are_in_line_order_with_columns() -> None:
     result = migrate(
         dedent(
             """
-            from petastorm import (
-                make_reader,
-                make_batch_reader,
+            from petastorm.fs_utils import (
+                FilesystemResolver,
+                get_dataset_path,
             )
             """
         )

@@ -103,9 +103,9 @@ def test_code_cells_are_migrated_and_everything_else_kept() -> None:
 def test_cross_cell_uses_are_located_by_cell() -> None:
     text = dump(
         notebook(
-            code("from petastorm import make_reader"),
+            code("from petastorm.fs_utils import FilesystemResolver"),
             markdown("text"),
-            code("x = 1\nwith make_reader(url) as reader:\n    pass"),
+            code("x = 1\nfs = FilesystemResolver(url).filesystem()"),
         )
     )
     (item,) = migrate_ipynb(text).items
@@ -113,12 +113,12 @@ def test_cross_cell_uses_are_located_by_cell() -> None:
 
 
 def test_todo_comments_land_in_the_right_cell() -> None:
-    text = dump(notebook(code("import os"), code("from petastorm import make_reader\nr = make_reader(u)")))
+    text = dump(notebook(code("import os"), code("from petastorm.fs_utils import FilesystemResolver\nr = FilesystemResolver(u)")))
     result = migrate_ipynb(text, todo=True)
     cells = json.loads(result.text)["cells"]
     assert cells[0]["source"] == ["import os"]
-    assert cells[1]["source"][0].startswith("# TODO(petastream): petastorm.make_reader is not provided")
-    assert cells[1]["source"][1:] == ["from petastorm import make_reader\n", "r = make_reader(u)"]
+    assert cells[1]["source"][0].startswith("# TODO(petastream): petastorm.fs_utils.FilesystemResolver is not provided")
+    assert cells[1]["source"][1:] == ["from petastorm.fs_utils import FilesystemResolver\n", "r = FilesystemResolver(u)"]
     assert migrate_ipynb(result.text, todo=True).text == result.text
 
 
@@ -171,7 +171,7 @@ DATABRICKS = """\
 # COMMAND ----------
 
 from petastorm.spark import SparkDatasetConverter, make_spark_converter
-from petastorm import make_reader
+from petastorm.hdfs.namenode import HdfsNamenodeResolver
 
 # COMMAND ----------
 
@@ -193,7 +193,7 @@ converter = make_spark_converter(df)
 def test_databricks_source_notebook() -> None:
     assert is_databricks_source(DATABRICKS)
     result = migrate_databricks(DATABRICKS)
-    # make_reader stays, so the notebook-scoped installs keep petastorm beside petastream
+    # the HDFS helper stays, so the notebook-scoped installs keep petastorm beside petastream
     assert result.text == (
         DATABRICKS.replace(
             "# MAGIC %pip install petastorm==0.12.1",
@@ -231,14 +231,14 @@ def test_databricks_cells_with_bare_magics_and_indentation_are_migrated() -> Non
         "# COMMAND ----------\n"
         "\n"
         "    converter = make_spark_converter(df)\n"
-        "    from petastorm import make_reader\n"
-        "    with make_reader(url) as reader:\n"
-        "        pass\n"
+        "    from petastorm.fs_utils import FilesystemResolver\n"
+        "    resolver = FilesystemResolver(url)\n"
+        "    fs = resolver.filesystem()\n"
     )
     result = migrate_databricks(source)
     assert result.text == (
         source.replace("from petastorm.spark import", "from petastream.compat import")
-        # make_reader stays: the notebook's installs keep petastorm beside petastream
+        # FilesystemResolver stays: the notebook's installs keep petastorm beside petastream
         .replace("!pip install petastorm tensorflow_similarity",
                  '!pip install petastorm "petastream[spark]" tensorflow_similarity')
         .replace("%pip install petastorm==0.12.1", '%pip install petastorm==0.12.1 "petastream[spark]"')
@@ -298,20 +298,20 @@ def test_indented_cells_are_dedented_migrated_and_reindented() -> None:
 
 
 def test_indented_cell_with_manual_items_reports_cell_lines() -> None:
-    text = dump(notebook(indented("    x = 1", "    from petastorm import make_reader", "    r = make_reader(u)")))
+    text = dump(notebook(indented("    x = 1", "    from petastorm.fs_utils import FilesystemResolver", "    r = FilesystemResolver(u)")))
     result = migrate_ipynb(text, todo=True)
     (item,) = result.items
     assert (item.cell, item.line, item.uses) == (1, 2, ("cell 1:3",))
     source = json.loads(result.text)["cells"][0]["source"]
-    assert source[1].startswith("    # TODO(petastream): petastorm.make_reader")
-    assert source[2:] == ["    from petastorm import make_reader\n", "    r = make_reader(u)"]
+    assert source[1].startswith("    # TODO(petastream): petastorm.fs_utils.FilesystemResolver")
+    assert source[2:] == ["    from petastorm.fs_utils import FilesystemResolver\n", "    r = FilesystemResolver(u)"]
 
 
 def test_pip_install_keeps_petastorm_while_the_notebook_needs_it_and_flags_pins() -> None:
     text = dump(
         notebook(
             code("%pip install petastorm==0.12.1 pyarrow==10.0.1 torch"),
-            code("from petastorm import make_batch_reader\nreader = make_batch_reader('file:///data/train.parquet')"),
+            code("from petastorm.cache import NullCache\nreader = Reader(fs, path, cache=NullCache())"),
         )
     )
     result = migrate_ipynb(text)
@@ -326,3 +326,22 @@ def test_pip_install_keeps_petastorm_while_the_notebook_needs_it_and_flags_pins(
     )
     again = migrate_ipynb(result.text)
     assert (again.text, [i.code for i in again.items]) == (result.text, [i.code for i in result.items])
+
+
+def test_pip_install_drops_petastorm_once_the_notebook_reads_through_compat() -> None:
+    # issue 27: make_batch_reader on any Parquet moves, so nothing keeps petastorm
+    text = dump(
+        notebook(
+            code("%pip install petastorm==0.12.1 torch"),
+            code("from petastorm import make_batch_reader\nreader = make_batch_reader('file:///data/train.parquet')"),
+        )
+    )
+    result = migrate_ipynb(text)
+    cells = json.loads(result.text)["cells"]
+    assert cells[0]["source"] == ['%pip install "petastream[spark]" torch']
+    assert cells[1]["source"] == [
+        "from petastream.compat import make_batch_reader\n",
+        "reader = make_batch_reader('file:///data/train.parquet')",
+    ]
+    assert result.items == []
+    assert migrate_ipynb(result.text).text == result.text

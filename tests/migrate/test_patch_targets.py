@@ -38,6 +38,15 @@ PAIRS = [
     ),
     ('patch(r"petastorm.transform.edit_field")', 'patch(r"petastream.compat.edit_field")'),
     ('importlib.import_module("petastorm.spark")', 'importlib.import_module("petastream.compat")'),
+    # issue 27: the reader API, module for module
+    ('patch("petastorm.make_batch_reader")', 'patch("petastream.compat.make_batch_reader")'),
+    ('mock.patch("petastorm.reader.make_reader")', 'mock.patch("petastream.compat.reader.make_reader")'),
+    (
+        'mocker.patch("petastorm.etl.dataset_metadata.get_schema_from_dataset_url")',
+        'mocker.patch("petastream.compat.etl.dataset_metadata.get_schema_from_dataset_url")',
+    ),
+    ('patch("petastorm.tf_utils.make_petastorm_dataset")', 'patch("petastream.compat.tf_utils.make_petastorm_dataset")'),
+    ('importlib.import_module("petastorm.unischema")', 'importlib.import_module("petastream.compat.unischema")'),
 ]
 
 
@@ -61,11 +70,11 @@ def test_patch_object_keeps_the_attribute_name_and_follows_the_module() -> None:
 
 def test_unsupported_patch_target_is_reported_and_kept() -> None:
     result = assert_migrates(
-        'patch("petastorm.make_batch_reader")\n',
-        'patch("petastorm.make_batch_reader")\n',
+        'patch("petastorm.fs_utils.get_filesystem_and_path_or_paths")\n',
+        'patch("petastorm.fs_utils.get_filesystem_and_path_or_paths")\n',
         ["unsupported-patch-target"],
     )
-    assert "make_spark_converter(spark.read.parquet(url))" in result.items[0].suggestion
+    assert "fsspec.core.url_to_fs(url)" in result.items[0].suggestion
 
 
 def test_dynamic_targets_are_left_alone() -> None:

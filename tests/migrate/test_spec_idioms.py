@@ -323,13 +323,13 @@ CASES = [
         import petastorm; petastorm.make_batch_reader(url)
         """,
         """
-        from petastorm import make_batch_reader, make_reader, TransformSpec
-        from petastorm.tf_utils import make_petastorm_dataset
-        import petastorm; petastorm.make_batch_reader(url)
+        from petastream.compat import make_batch_reader, make_reader, TransformSpec
+        from petastream.compat.tf_utils import make_petastorm_dataset
+        import petastream.compat; petastream.compat.make_batch_reader(url)
         """,
-        # TransformSpec stays with the readers that stay: the file needs only petastorm
-        ["unsupported-import", "unsupported-import", "kept-with-petastorm-reader", "unsupported-import", "unsupported-use"],
-        id="15-import-styles-manual",
+        # issue 27: the readers and tf_utils move too
+        [],
+        id="15-import-styles-readers",
     ),
     pytest.param(
         """
@@ -430,9 +430,9 @@ CASES = [
         """,
         """
         import tensorflow as tf
-        from petastorm import make_batch_reader
-        from petastorm.pytorch import DataLoader as PetastormDataLoader
-        from petastorm.tf_utils import make_petastorm_dataset
+        from petastream.compat import make_batch_reader
+        from petastream.compat.pytorch import DataLoader as PetastormDataLoader
+        from petastream.compat.tf_utils import make_petastorm_dataset
 
         with make_batch_reader("file://" + path, num_epochs=None, cur_shard=hvd.rank(), shard_count=hvd.size()) as reader:
             ds = make_petastorm_dataset(reader).map(lambda x: (tf.reshape(x.features, [-1, 8]), tf.reshape(x.label, [-1, 1])))
@@ -440,8 +440,8 @@ CASES = [
         make_petastorm_dataset(reader).apply(tf.data.experimental.unbatch()).shuffle(3 * BS).batch(BS, drop_remainder=True)
         delta_files = [f.replace("dbfs:", "file:///dbfs") for f in spark.table(t).inputFiles()]
         """,
-        # the loader reads a Petastorm reader (on Parquet): it stays with it (whole-file decision)
-        ["unsupported-import", "kept-with-petastorm-reader", "unsupported-import"],
+        # issue 27: reader on Parquet, its loader and its TF helper move as one pipeline
+        [],
         id="19-co-occurring-reader-idioms",
     ),
 ]
@@ -450,13 +450,3 @@ CASES = [
 @pytest.mark.parametrize(("before", "after", "items"), CASES)
 def test_spec_idiom(before: str, after: str, items: list[str]) -> None:
     assert_migrates(before, after, items)
-
-
-def test_co_occurring_reader_idioms_list_every_use() -> None:
-    from .conftest import migrate
-
-    result = migrate(CASES[-1].values[0])
-    by_name = {i.message.split()[0]: i for i in result.items}
-    assert by_name["petastorm.make_batch_reader"].line == 2
-    assert by_name["petastorm.make_batch_reader"].uses == ("6", "8")
-    assert by_name["petastorm.tf_utils.make_petastorm_dataset"].uses == ("7", "9")

@@ -11,11 +11,11 @@ from petastream.migrate.mapping import suggestion_for
 from .conftest import assert_migrates, assert_unchanged, migrate
 
 
-def test_loader_fed_by_a_petastorm_reader_stays_with_it() -> None:
-    # The idiom of every public file that used a petastorm.pytorch loader: reader, its
-    # TransformSpec and its loader are one pipeline, which stays whole (issue #29 item 11: the
-    # TransformSpec used to move alone, and the file needed both libraries).
-    source = """
+def test_reader_its_spec_and_its_loader_move_together() -> None:
+    # The idiom of every public file that used a petastorm.pytorch loader (issue 27: compat's
+    # make_reader reads any Parquet store, Unischema datasets included)
+    assert_migrates(
+        """
         from petastorm import make_reader, TransformSpec
         from petastorm.pytorch import DataLoader
 
@@ -23,25 +23,22 @@ def test_loader_fed_by_a_petastorm_reader_stays_with_it() -> None:
         def peta_loader(data_url, schema_fields, batch_size):
             reader = make_reader(data_url, schema_fields=schema_fields, transform_spec=TransformSpec(fn))
             return DataLoader(reader, batch_size=batch_size)
+        """,
         """
-    result = assert_unchanged(
-        source, ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"]
+        from petastream.compat import make_reader, TransformSpec
+        from petastream.compat.pytorch import DataLoader
+
+
+        def peta_loader(data_url, schema_fields, batch_size):
+            reader = make_reader(data_url, schema_fields=schema_fields, transform_spec=TransformSpec(fn))
+            return DataLoader(reader, batch_size=batch_size)
+        """,
     )
-    spec, kept = result.items[1:]
-    assert kept.message == (
-        "petastorm.pytorch.DataLoader stays on Petastorm: its read pipeline uses "
-        "petastorm.make_reader, which petastream.compat does not provide, and "
-        "petastream.compat's loaders read only petastream readers"
-    )
-    assert spec.message.startswith(
-        "petastorm.TransformSpec stays on Petastorm: its read pipeline uses petastorm.make_reader"
-    )
-    assert kept.keeps_petastorm and kept.uses == ("7",)
-    assert "make_spark_converter(df)" in kept.suggestion
 
 
 def test_reader_module_path_and_context_manager_form() -> None:
-    source = """
+    assert_migrates(
+        """
         from contextlib import contextmanager
         from petastorm.reader import make_reader
         from petastorm.pytorch import DataLoader
@@ -50,79 +47,172 @@ def test_reader_module_path_and_context_manager_form() -> None:
         def get_dataloader(path, batch_size, reader_pool_type, workers_count=5):
             with make_reader(path, reader_pool_type=reader_pool_type, workers_count=workers_count, num_epochs=1) as reader:
                 yield DataLoader(reader, batch_size=batch_size)
-        """
-    assert_migrates(source, source, ["unsupported-import", "kept-with-petastorm-reader"])
-
-
-def test_module_attribute_forms_keep_the_pipeline_too() -> None:
-    assert_migrates(
-        """
-        import petastorm
-        import petastorm.pytorch as pt
-
-        with pt.BatchedDataLoader(petastorm.make_batch_reader(url), batch_size=64) as loader:
-            for batch in loader:
-                pass
-        spec = petastorm.TransformSpec(fn)
         """,
         """
-        import petastorm
-        import petastorm.pytorch as pt
+        from contextlib import contextmanager
+        from petastream.compat.reader import make_reader
+        from petastream.compat.pytorch import DataLoader
 
-        with pt.BatchedDataLoader(petastorm.make_batch_reader(url), batch_size=64) as loader:
-            for batch in loader:
-                pass
-        spec = petastorm.TransformSpec(fn)
+        @contextmanager
+        def get_dataloader(path, batch_size, reader_pool_type, workers_count=5):
+            with make_reader(path, reader_pool_type=reader_pool_type, workers_count=workers_count, num_epochs=1) as reader:
+                yield DataLoader(reader, batch_size=batch_size)
         """,
-        # the spec goes nowhere the file shows: it stays with the file's Petastorm reader
-        ["kept-with-petastorm-reader", "unsupported-use", "kept-with-petastorm-reader"],
     )
 
 
-def test_reader_on_a_converters_files_moves_with_its_loader() -> None:
-    # make_batch_reader(converter.file_urls) reads MDS after the migration: compat's reader
-    # takes it, so reader and loader move together and nothing is left on Petastorm.
+def test_module_attribute_forms_move_too() -> None:
     assert_migrates(
         """
-        from petastorm import make_batch_reader
-        from petastorm.pytorch import BatchedDataLoader
+        import petastorm
+        import petastorm.pytorch as pt
+
+        with pt.BatchedDataLoader(petastorm.make_batch_reader(url), batch_size=64) as loader:
+            for batch in loader:
+                pass
+        spec = petastorm.TransformSpec(fn)
+        """,
+        """
+        import petastream.compat
+        import petastream.compat.pytorch as pt
+
+        with pt.BatchedDataLoader(petastream.compat.make_batch_reader(url), batch_size=64) as loader:
+            for batch in loader:
+                pass
+        spec = petastream.compat.TransformSpec(fn)
+        """,
+    )
+
+
+def test_readers_on_any_data_move_with_their_loaders() -> None:
+    # a converter's files (MDS after the migration), a Parquet store, a Unischema dataset
+    assert_migrates(
+        """
+        from petastorm import make_batch_reader, make_reader
+        from petastorm.pytorch import BatchedDataLoader, DataLoader
         from petastorm.spark import make_spark_converter
 
         converter = make_spark_converter(df)
         with make_batch_reader(converter.file_urls, num_epochs=1) as reader:
-            loader = BatchedDataLoader(reader, batch_size=32)
+            train = BatchedDataLoader(reader, batch_size=32)
+        test = BatchedDataLoader(make_batch_reader("s3://bucket/test.parquet"), batch_size=32)
+        images = DataLoader(make_reader("hdfs:///datasets/imagenet", cache_type="local-disk",
+                                        cache_location="/tmp/cache", cache_size_limit=10 ** 10,
+                                        cache_row_size_estimate=1000), batch_size=32)
         """,
         """
-        from petastream.compat import make_batch_reader, make_spark_converter
-        from petastream.compat.pytorch import BatchedDataLoader
+        from petastream.compat import make_batch_reader, make_reader, make_spark_converter
+        from petastream.compat.pytorch import BatchedDataLoader, DataLoader
 
         converter = make_spark_converter(df)
         with make_batch_reader(converter.file_urls, num_epochs=1) as reader:
-            loader = BatchedDataLoader(reader, batch_size=32)
+            train = BatchedDataLoader(reader, batch_size=32)
+        test = BatchedDataLoader(make_batch_reader("s3://bucket/test.parquet"), batch_size=32)
+        images = DataLoader(make_reader("hdfs:///datasets/imagenet", cache_type="local-disk",
+                                        cache_location="/tmp/cache", cache_size_limit=10 ** 10,
+                                        cache_row_size_estimate=1000), batch_size=32)
         """,
     )
 
 
-def test_a_reader_on_other_data_keeps_the_whole_pipeline() -> None:
-    source = """
-        from petastorm import make_batch_reader
-        from petastorm.pytorch import BatchedDataLoader
-
-        train = BatchedDataLoader(make_batch_reader(converter.file_urls), batch_size=32)
-        test = BatchedDataLoader(make_batch_reader("file:///data/test.parquet"), batch_size=32)
+def test_tf_utils_move_with_their_reader() -> None:
+    assert_migrates(
         """
-    assert_migrates(source, source, ["unsupported-import", "kept-with-petastorm-reader"])
+        from petastorm import make_batch_reader
+        from petastorm.spark.spark_dataset_converter import make_batch_reader as files_reader
+        from petastorm.tf_utils import make_petastorm_dataset, tf_tensors
+
+        with make_batch_reader(url, num_epochs=None, cur_shard=hvd.rank(), shard_count=hvd.size()) as reader:
+            dataset = make_petastorm_dataset(reader).map(lambda x: (x.features, x.label))
+        with files_reader(urls) as reader:
+            tensors = tf_tensors(reader)
+        """,
+        """
+        from petastream.compat import make_batch_reader
+        from petastream.compat.spark_dataset_converter import make_batch_reader as files_reader
+        from petastream.compat.tf_utils import make_petastorm_dataset, tf_tensors
+
+        with make_batch_reader(url, num_epochs=None, cur_shard=hvd.rank(), shard_count=hvd.size()) as reader:
+            dataset = make_petastorm_dataset(reader).map(lambda x: (x.features, x.label))
+        with files_reader(urls) as reader:
+            tensors = tf_tensors(reader)
+        """,
+    )
+
+
+def test_reader_type_moves_where_it_is_only_named() -> None:
+    # annotations and isinstance: compat keeps the name Reader for its readers
+    assert_migrates(
+        """
+        from petastorm import make_reader
+        from petastorm.reader import Reader
+        from petastorm.weighted_sampling_reader import WeightedSamplingReader
+
+
+        def mixed(a_url, b_url) -> Reader:
+            readers = [make_reader(a_url), make_reader(b_url)]
+            mix = WeightedSamplingReader(readers, [0.3, 0.7])
+            assert isinstance(readers[0], Reader)
+            return mix
+        """,
+        """
+        from petastream.compat import make_reader
+        from petastream.compat.reader import Reader
+        from petastream.compat.weighted_sampling_reader import WeightedSamplingReader
+
+
+        def mixed(a_url, b_url) -> Reader:
+            readers = [make_reader(a_url), make_reader(b_url)]
+            mix = WeightedSamplingReader(readers, [0.3, 0.7])
+            assert isinstance(readers[0], Reader)
+            return mix
+        """,
+    )
+
+
+# -- a reader compat does not take keeps its pipeline on Petastorm ------------------------------
+# Today that is Petastorm's Reader built by hand (its internal constructor): a pipeline moves as
+# one or stays as one (reader, TransformSpec, loader, collate, TF helpers, WeightedSamplingReader).
+
+
+def test_loader_fed_by_a_hand_built_reader_stays_with_it() -> None:
+    source = """
+        from petastorm import TransformSpec
+        from petastorm.pytorch import DataLoader
+        from petastorm.reader import Reader
+
+
+        def peta_loader(filesystem, path, batch_size):
+            reader = Reader(filesystem, path, worker_class=MyWorker, transform_spec=TransformSpec(fn))
+            return DataLoader(reader, batch_size=batch_size)
+        """
+    result = assert_unchanged(
+        source, ["kept-with-petastorm-reader", "kept-with-petastorm-reader", "unsupported-use"]
+    )
+    spec, kept, reader = result.items
+    assert kept.message == (
+        "petastorm.pytorch.DataLoader stays on Petastorm: its read pipeline uses "
+        "petastorm.reader.Reader, which stays on Petastorm, and petastream.compat's loaders "
+        "and tf_utils read only petastream readers"
+    )
+    assert spec.message.startswith(
+        "petastorm.TransformSpec stays on Petastorm: its read pipeline uses petastorm.reader.Reader"
+    )
+    assert reader.message.startswith("petastorm.reader.Reader is called in this file: its constructor")
+    assert "make_reader(url, ...)" in reader.suggestion
+    assert kept.keeps_petastorm and reader.keeps_petastorm and kept.uses == ("8",)
+    assert kept.suggestion.startswith("migrate petastorm.reader.Reader first")
 
 
 def test_a_loader_only_handed_to_a_converter_moves_beside_a_petastorm_reader() -> None:
     assert_migrates(
         """
         import functools
-        from petastorm import make_reader
         from petastorm.pytorch import BatchedDataLoader, DataLoader
+        from petastorm.reader import Reader
         from petastorm.spark import make_spark_converter
 
-        peek = make_reader(url)
+        peek = Reader(filesystem, path)
         with make_spark_converter(df).make_torch_dataloader(data_loader_fn=BatchedDataLoader) as a:
             pass
         fn = functools.partial(DataLoader, shuffling_queue_capacity=64)
@@ -131,12 +221,12 @@ def test_a_loader_only_handed_to_a_converter_moves_beside_a_petastorm_reader() -
         """,
         """
         import functools
-        from petastorm import make_reader
         from petastorm.pytorch import DataLoader
+        from petastorm.reader import Reader
         from petastream.compat import make_spark_converter
         from petastream.compat.pytorch import BatchedDataLoader
 
-        peek = make_reader(url)
+        peek = Reader(filesystem, path)
         with make_spark_converter(df).make_torch_dataloader(data_loader_fn=BatchedDataLoader) as a:
             pass
         fn = functools.partial(DataLoader, shuffling_queue_capacity=64)
@@ -144,118 +234,100 @@ def test_a_loader_only_handed_to_a_converter_moves_beside_a_petastorm_reader() -
             pass
         """,
         # partial(...) is bound to a name first: not provably converter-fed, so it stays
-        ["unsupported-import", "kept-with-petastorm-reader"],
+        ["kept-with-petastorm-reader", "unsupported-use"],
     )
-
-
-def test_converter_reader_stays_beside_petastorm_tf_utils() -> None:
-    source = """
-        from petastorm.spark.spark_dataset_converter import make_batch_reader
-        from petastorm.tf_utils import make_petastorm_dataset
-
-        with make_batch_reader(urls) as reader:
-            dataset = make_petastorm_dataset(reader)
-        """
-    result = assert_migrates(source, source, ["kept-with-petastorm-reader", "unsupported-import"])
-    assert "Petastorm's loaders and tf_utils cannot read" in result.items[0].message
 
 
 def test_patch_targets_follow_the_pipeline_decision() -> None:
     source = """
         from unittest import mock
-        from petastorm import make_reader
         from petastorm.pytorch import DataLoader
+        from petastorm.reader import Reader
 
         @mock.patch("petastorm.pytorch.DataLoader")
         def test_it(fake):
-            DataLoader(make_reader(url))
+            DataLoader(Reader(filesystem, path))
         """
     result = assert_migrates(
         source,
         source,
-        ["unsupported-import", "kept-with-petastorm-reader", "unsupported-patch-target"],
+        ["kept-with-petastorm-reader", "unsupported-use", "unsupported-patch-target"],
     )
     assert "'petastorm.pytorch.DataLoader': petastorm.pytorch.DataLoader stays on Petastorm" in result.items[2].message
 
 
 def test_star_import_of_a_kept_loader_module_stays() -> None:
-    source = "from petastorm.pytorch import *\nfrom petastorm import make_reader\nDataLoader(make_reader(u))\n"
-    result = assert_migrates(source, source, ["kept-with-petastorm-reader", "unsupported-import"])
+    source = "from petastorm.pytorch import *\nfrom petastorm.reader import Reader\nDataLoader(Reader(fs, p))\n"
+    result = assert_migrates(source, source, ["kept-with-petastorm-reader", "unsupported-use"])
     assert result.items[0].message.startswith("from petastorm.pytorch import * stays on Petastorm")
 
 
-# -- a pipeline (reader, TransformSpec, loader, collate) moves or stays as one ------------------
-
-
-def test_mnist_example_pipeline_stays_whole() -> None:
-    # Petastorm's examples/mnist/pytorch_example.py: the spec is bound to a name and handed to
-    # make_reader inside the loader call. Nothing moves; before, TransformSpec did, alone.
-    result = assert_unchanged(
-        """
-        from petastorm import make_reader, TransformSpec
-        from petastorm.pytorch import DataLoader
-
-
-        def main(url, transform_row):
-            transform = TransformSpec(transform_row, removed_fields=['idx'])
-            with DataLoader(make_reader(url, transform_spec=transform), batch_size=64) as loader:
-                return list(loader)
-        """,
-        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
-    )
-    assert all("its read pipeline uses petastorm.make_reader" in i.message for i in result.items[1:])
-
-
 def test_collate_stays_with_its_petastorm_loader() -> None:
-    # compat's decimal_friendly_collate is not Petastorm's: it used to move under a loader
-    # that stays
+    # compat's decimal_friendly_collate is not Petastorm's
     result = assert_unchanged(
         """
-        from petastorm import make_batch_reader
         from petastorm.pytorch import DataLoader, decimal_friendly_collate
+        from petastorm.reader import Reader
 
-        reader = make_batch_reader("file:///data/train.parquet")
+        reader = Reader(filesystem, "/data/train")
         loader = DataLoader(reader, batch_size=64, collate_fn=decimal_friendly_collate)
         """,
-        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
+        ["kept-with-petastorm-reader", "kept-with-petastorm-reader", "unsupported-use"],
     )
-    assert result.items[2].message.startswith(
+    assert result.items[1].message.startswith(
         "petastorm.pytorch.decimal_friendly_collate stays on Petastorm: its read pipeline uses "
-        "petastorm.make_batch_reader"
+        "petastorm.reader.Reader"
     )
+
+
+def test_weighted_sampling_reader_joins_the_pipelines_it_mixes() -> None:
+    source = """
+        from petastorm import make_reader
+        from petastorm.pytorch import DataLoader
+        from petastorm.reader import Reader
+        from petastorm.weighted_sampling_reader import WeightedSamplingReader
+
+        hand_built = Reader(filesystem, path, worker_class=MyWorker)
+        mixed = WeightedSamplingReader([make_reader(url), hand_built], [0.5, 0.5])
+        with DataLoader(mixed, batch_size=8) as loader:
+            pass
+        """
+    result = assert_unchanged(source, ["kept-with-petastorm-reader"] * 2 + ["unsupported-use", "kept-with-petastorm-reader"])
+    assert "WeightedSamplingReader cannot read" in result.items[0].message
 
 
 def test_two_pipelines_in_one_file_are_decided_apart() -> None:
     assert_migrates(
         """
-        from petastorm import make_batch_reader, make_reader
+        from petastorm import make_batch_reader
         from petastorm.pytorch import BatchedDataLoader, DataLoader, decimal_friendly_collate
+        from petastorm.reader import Reader
 
 
-        def train_loader(converter):
-            return BatchedDataLoader(make_batch_reader(converter.file_urls), batch_size=64)
+        def train_loader(url):
+            return BatchedDataLoader(make_batch_reader(url), batch_size=64)
 
 
-        def eval_loader(url):
-            reader = make_reader(url)
+        def eval_loader(filesystem, path):
+            reader = Reader(filesystem, path)
             return DataLoader(reader, collate_fn=decimal_friendly_collate)
         """,
         """
-        from petastorm import make_reader
         from petastorm.pytorch import DataLoader, decimal_friendly_collate
+        from petastorm.reader import Reader
         from petastream.compat import make_batch_reader
         from petastream.compat.pytorch import BatchedDataLoader
 
 
-        def train_loader(converter):
-            return BatchedDataLoader(make_batch_reader(converter.file_urls), batch_size=64)
+        def train_loader(url):
+            return BatchedDataLoader(make_batch_reader(url), batch_size=64)
 
 
-        def eval_loader(url):
-            reader = make_reader(url)
+        def eval_loader(filesystem, path):
+            reader = Reader(filesystem, path)
             return DataLoader(reader, collate_fn=decimal_friendly_collate)
         """,
-        ["unsupported-import", "kept-with-petastorm-reader", "kept-with-petastorm-reader"],
+        ["kept-with-petastorm-reader", "kept-with-petastorm-reader", "unsupported-use"],
     )
 
 
@@ -264,50 +336,38 @@ def test_a_spec_for_a_converter_and_a_petastorm_reader_moves() -> None:
     # only func, edit_fields, removed_fields and selected_fields)
     assert_migrates(
         """
-        from petastorm import make_reader, TransformSpec
+        from petastorm import TransformSpec
+        from petastorm.reader import Reader
 
         spec = TransformSpec(fn, removed_fields=["idx"])
-        peek = make_reader(url, transform_spec=spec)
+        peek = Reader(filesystem, path, transform_spec=spec)
         loader = converter.make_torch_dataloader(transform_spec=spec)
         """,
         """
-        from petastorm import make_reader
+        from petastorm.reader import Reader
         from petastream.compat import TransformSpec
 
         spec = TransformSpec(fn, removed_fields=["idx"])
-        peek = make_reader(url, transform_spec=spec)
+        peek = Reader(filesystem, path, transform_spec=spec)
         loader = converter.make_torch_dataloader(transform_spec=spec)
         """,
-        ["unsupported-import"],
+        ["unsupported-use"],
     )
 
 
-def test_a_reader_compat_takes_over_moves_its_whole_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
-    # What compat reads is declared in one place: the day compat reads Parquet with
-    # make_reader, flipping it there moves reader, spec, loader and collate together.
-    monkeypatch.setitem(
-        mapping.COMPAT_READERS,
-        "petastorm.make_reader",
-        mapping.CompatReader("petastream.compat.make_reader", mapping.ANY_DATASET),
-    )
-    assert_migrates(
-        """
+def test_what_compat_takes_is_declared_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    # mapping.COMPAT_READERS decides: a reader it does not list stays, and its pipeline with it
+    monkeypatch.delitem(mapping.COMPAT_READERS, "petastorm.make_reader")
+    source = """
         from petastorm import make_reader, TransformSpec
         from petastorm.pytorch import DataLoader, decimal_friendly_collate
 
         spec = TransformSpec(fn)
         with DataLoader(make_reader(url, transform_spec=spec), collate_fn=decimal_friendly_collate) as loader:
             pass
-        """,
         """
-        from petastream.compat import make_reader, TransformSpec
-        from petastream.compat.pytorch import DataLoader, decimal_friendly_collate
-
-        spec = TransformSpec(fn)
-        with DataLoader(make_reader(url, transform_spec=spec), collate_fn=decimal_friendly_collate) as loader:
-            pass
-        """,
-    )
+    result = assert_unchanged(source, ["unsupported-use"] + ["kept-with-petastorm-reader"] * 3)
+    assert result.items[0].message == "petastorm.make_reader is not a reader petastream.compat takes over"
 
 
 # -- custom collate_fn --------------------------------------------------------------------------
@@ -469,8 +529,6 @@ def test_converter_use_without_cache_reads_is_not_flagged() -> None:
 # -- one piece of advice per object ----------------------------------------------------------------
 
 ALIASES = [
-    ("petastorm.reader.make_reader", "petastorm.make_reader"),
-    ("petastorm.reader.make_batch_reader", "petastorm.make_batch_reader"),
     ("petastorm.errors.NoDataAvailableError", "petastorm.NoDataAvailableError"),
 ]
 

@@ -20,7 +20,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from petastream.compat.reader import _ROWS_PER_ITEM, _STOPPED
+from petastream.compat.errors import stopped_error
+from petastream.compat.reader import ROWS_PER_ITEM
 from petastream.mds.columns import concat_columns, widen_unsigned
 from petastream.mds.ndarray import Ragged
 from petastream.pipeline import BatchLoader
@@ -50,13 +51,13 @@ def load_rows(reader: Any, transform_fn: Callable[[Any], Any], rows_capacity: in
     """The first ``rows_capacity`` rows of ``reader`` (fewer if it ends first), as columns in the
     reader's order; the reader is stopped and joined afterwards, as Petastorm's loader does."""
     if reader.stopped:
-        raise RuntimeError(_STOPPED)
+        raise stopped_error()
     if getattr(reader, "is_batched_reader", True) is False:
         return _load_make_reader_rows(reader, transform_fn, rows_capacity)
     # The reader's own plan (what iterating it reads), with the stored dtypes the torch loaders
     # use (logical_types=False: timestamps as int64, not datetime64 that torch cannot hold).
     loader = BatchLoader(reader.dataset, logical_types=False,
-                         **reader.loader_kwargs(min(rows_capacity, _ROWS_PER_ITEM)))
+                         **reader.loader_kwargs(min(rows_capacity, ROWS_PER_ITEM)))
     parts: list[dict[str, Any]] = []
     loaded = 0
     # iter(BatchLoader) is a generator: closing it stops the pass

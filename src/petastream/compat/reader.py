@@ -38,17 +38,17 @@ from typing import Any
 import numpy as np
 
 from petastream.compat._checks import check_num_epochs
+from petastream.compat.errors import stopped_error
+from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.storage import resolve
 
-__all__ = ["make_batch_reader", "Reader", "dataset_root"]
+__all__ = ["make_batch_reader", "make_reader", "Reader", "dataset_root", "stopped_error"]
 
-_STOPPED = ("Trying to read a sample after a reader created by make_reader/make_batch_reader has "
-            "stopped. This may happen if the make_reader/make_batch_reader context manager has "
-            "exited but you try to fetch a sample from it anyway. Please check your code.")
-_ROWS_PER_ITEM = 1024
+
+ROWS_PER_ITEM = 1024
 
 
 def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) -> str:
@@ -96,11 +96,6 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache_limit
         return source
     source.close()
     return ParquetSource(plan.root_urls, plan=plan, **options)
-
-
-def stopped_error() -> RuntimeError:
-    """Petastorm's error for a read after the reader stopped (its context exited)."""
-    return RuntimeError(_STOPPED)
 
 
 def _select(columns: list[str], schema_fields: Any) -> list[str]:
@@ -218,10 +213,10 @@ class Reader:
         from petastream.pipeline import BatchLoader
 
         if self.stopped:
-            raise RuntimeError(_STOPPED)
-        for batch in BatchLoader(self.dataset, **self.loader_kwargs(_ROWS_PER_ITEM)):
+            raise stopped_error()
+        for batch in BatchLoader(self.dataset, **self.loader_kwargs(ROWS_PER_ITEM)):
             if self.stopped:
-                raise RuntimeError(_STOPPED)
+                raise stopped_error()
             yield self.Row(**{k: _as_petastorm_column(v) for k, v in batch.items()})
         self.last_row_consumed = True
 

@@ -34,6 +34,7 @@ from petastream.checks import positive_int
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_load import LoadSpec, load_piece
 from petastream.compat._row_plan import plan_row_groups
+from petastream.compat.errors import stopped_error
 from petastream.compat.etl import _store, dataset_metadata
 from petastream.compat.ngram import NGram
 from petastream.compat.transform import transform_schema
@@ -41,9 +42,6 @@ from petastream.errors import InvalidArgumentError
 
 __all__ = ["make_reader", "RowReader"]
 
-_STOPPED = ("Trying to read a sample after a reader created by make_reader/make_batch_reader has "
-            "stopped. This may happen if the make_reader/make_batch_reader context manager has "
-            "exited but you try to fetch a sample from it anyway. Please check your code.")
 _RESET_EARLY = ("Currently do not support resetting a reader while in the middle of iteration. "
                 "You can call reset only after all samples were consumed.")
 
@@ -106,7 +104,7 @@ class RowReader:
 
     def __next__(self) -> Any:
         if self.stopped:
-            raise RuntimeError(_STOPPED)
+            raise stopped_error()
         try:
             return next(self._rows)
         except StopIteration:

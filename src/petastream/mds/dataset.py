@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import hashlib
 import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,14 +28,15 @@ import numpy as np
 from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
 from petastream.mds.cache import ShardCache, default_cache_root
-from petastream.mds.index import parse_index
+from petastream.mds.index_sidecar import open_index
 from petastream.mds.layout import ColumnLayout
 from petastream.mds.readahead import OpenShards
 from petastream.mds.shard import ShardData
+from petastream.mds.shard_table import ShardTable
 from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
 from petastream.mds.sizes import cache_limit_setting
 from petastream.mds.sources import ShardSources
-from petastream.mds.storage import Location, resolve
+from petastream.mds.storage import Location, is_remote_mount, resolve
 from petastream.stream.budget import local_readers, reader_shares
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
@@ -95,24 +95,29 @@ class MDSDataset:
         prefetch_workers = positive_int("prefetch_workers", prefetch_workers, "shard loads at once")
         self.url = url.rstrip("/") + (f"/{split}" if split else "")
         self.location: Location = resolve(self.url, storage_options)
-        try:
-            index_bytes = self.location.read_bytes("index.json")
-        except FileNotFoundError:
-            raise _missing_index(self.location) from None
-        self.shards = parse_index(index_bytes, source=self.location.child_url("index.json"))
-        self.validate_hash = validate_hash
-        self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
-                                    read_in_place=read_in_place)
-        self.layout = self._common_layout(allow_unsafe_types)
-        self.shard_sizes = np.array([s["samples"] for s in self.shards], dtype=np.int64)
-        self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
-        np.cumsum(self.shard_sizes, out=self.shard_offsets[1:])
-        #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
-        self.fingerprint = hashlib.blake2s(index_bytes, digest_size=16).hexdigest()
         #: The node's shard cache directory (see :mod:`petastream.mds.cache`).
         self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(cache_limit)
+        try:
+            # Remote indexes go through a cache of their own beside the shards' (same node-wide
+            # fill-once rules), so shard accounting and eviction see shards only.
+            opened = open_index(self.location, ShardCache.at(os.path.join(self.cache_dir, "indexes")), None)
+        except FileNotFoundError:
+            raise _missing_index(self.location) from None
+        #: The shards, in order: a lazy sequence of index.json's shard dicts (built when asked for).
+        self.shards: ShardTable = opened.table
+        #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
+        self.fingerprint = opened.fingerprint
+        #: Whether the shards came from petastream.index.arrow (else index.json was parsed).
+        self.index_from_sidecar = opened.from_sidecar
+        self.validate_hash = validate_hash
+        self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
+                                    read_in_place=read_in_place)
+        self.layout = self._common_layout(allow_unsafe_types)
+        self.shard_sizes = self.shards.samples
+        self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
+        np.cumsum(self.shard_sizes, out=self.shard_offsets[1:])
         #: Processes of this node expected to read through the cache at once (torchrun's
         #: LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them.
         self.cache_readers = local_readers()
@@ -120,8 +125,8 @@ class MDSDataset:
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
         self.logical_dtypes = logical_dtypes(self.column_info)
-        self._in_place = [self.sources.in_place(i) for i in range(len(self.shards))]
-        self._all_in_place = all(p is not None for p in self._in_place)
+        self._in_place_paths: dict[int, str | None] = {}
+        self._all_in_place = self._every_shard_in_place()
         self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
                                 workers=prefetch_workers, **_shares(self.cache_limit, self.cache_readers))
         self.cache.protect(self._keys_needed_soon)
@@ -152,18 +157,33 @@ class MDSDataset:
         return _reopen, (url, kwargs, self.fingerprint)
 
     def _common_layout(self, allow_unsafe: bool) -> ColumnLayout | None:
-        if not self.shards:
+        if not len(self.shards):
             return None
-        layout = ColumnLayout.from_shard(self.shards[0], allow_unsafe=allow_unsafe)
-        for i, shard in enumerate(self.shards[1:], 1):
-            if (tuple(shard["column_names"]), tuple(shard["column_encodings"])) != (
-                layout.names, layout.encoding_names
-            ):
-                raise FormatError(
-                    f"{self.url}: shard {i} has columns {dict(zip(shard['column_names'], shard['column_encodings']))}, "
-                    f"shard 0 has {layout.columns}; all shards of a dataset must share their columns"
-                )
+        layout = ColumnLayout.from_shard(self.shards.template_of(0), allow_unsafe=allow_unsafe)
+        self.shards.check_common_columns(self.url)
         return layout
+
+    def _in_place(self, i: int) -> str | None:
+        """Shard ``i``'s local path to map directly, or None (through the cache); found once."""
+        try:
+            return self._in_place_paths[i]
+        except KeyError:
+            path = self._in_place_paths[i] = self.sources.in_place(i)
+            return path
+
+    def _every_shard_in_place(self) -> bool:
+        """Whether every shard is read in place, without a call per shard: the location decides
+        for uncompressed shards; compressed ones are in place where their raw file lies beside."""
+        n = len(self.shards)
+        if n == 0:
+            return True
+        if self.sources.read_in_place is False or not self.location.is_local:
+            return False
+        if self.sources.read_in_place is None and is_remote_mount(self.location.path):
+            return False
+        compressed = np.flatnonzero(self.shards.compressed())
+        return all(self._in_place(int(i)) is not None for i in compressed) and \
+            all(self._in_place(i) is not None for i in (0, n - 1))
 
     # -- metadata ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -184,7 +204,7 @@ class MDSDataset:
     @property
     def stored_bytes(self) -> int:
         """Bytes of every shard's raw (uncompressed) file: what the rows take as read."""
-        return sum(self.sources.raw_bytes(i) for i in range(self.num_shards))
+        return int(self.shards.raw_bytes.sum())
 
     def __repr__(self) -> str:
         return f"MDSDataset({self.url!r}, samples={len(self)}, shards={self.num_shards}, columns={self.columns})"
@@ -289,16 +309,20 @@ class MDSDataset:
         """Path of shard ``i``'s raw file on local disk (in place, or its cache entry, filled now
         if needed). The path is not pinned: a limited cache may evict it once unmapped."""
         self.shard(i)
-        path = self._in_place[i]
+        path = self._in_place(i)
         return path if path is not None else self.cache.path(self.sources.key(i))
 
     def cached_shard_bytes(self) -> np.ndarray:
         """Bytes each shard takes in the shard cache (raw, decompressed); 0 for shards mapped in place."""
-        return np.array([0 if self._in_place[i] is not None else self.sources.raw_bytes(i)
+        if self._all_in_place:
+            return np.zeros(len(self.shards), dtype=np.int64)
+        if self.sources.read_in_place is False or not self.location.is_local:
+            return self.shards.raw_bytes.copy()
+        return np.array([0 if self._in_place(i) is not None else self.sources.raw_bytes(i)
                          for i in range(len(self.shards))], dtype=np.int64)
 
     def _cost(self, i: int) -> tuple[int, bool]:
-        return self.sources.raw_bytes(i), self._in_place[i] is None
+        return self.sources.raw_bytes(i), self._in_place(i) is None
 
     @property
     def reads_in_place(self) -> bool:
@@ -307,18 +331,18 @@ class MDSDataset:
         return self._all_in_place
 
     def _cheap(self, i: int) -> bool:
-        path = self._in_place[i]
+        path = self._in_place(i)
         return path is not None and not self.sources.needs_check(i, path)
 
     def _keys_needed_soon(self) -> list[str]:
-        keys = (self.sources.known_key(i) for i in self._open.needed_soon() if self._in_place[i] is None)
+        keys = (self.sources.known_key(i) for i in self._open.needed_soon() if self._in_place(i) is None)
         return [k for k in keys if k is not None]
 
     def _load(self, i: int, wait: bool) -> ShardData | None:
         """Map shard ``i``: in place, or from the cache (filled first if needed). None when
         ``wait`` is False and the cache has no room now."""
         meta = self.shards[i]
-        path = self._in_place[i]
+        path = self._in_place(i)
         if path is not None:
             buf = self._map_in_place(i, path, prefetch=not wait)
             label = path

@@ -109,5 +109,7 @@ def merge_index(
                     shard[key] = dict(shard[key], basename=f"{sub}/{shard[key]['basename']}")
             shards.append(shard)
     # Not sort_keys: Mosaic's merged index starts with "version".
-    root.write_bytes_atomic("index.json", json.dumps({"version": 2, "shards": shards}).encode("ascii"))
+    from petastream.mds.index_sidecar import write_index_files  # it imports this module
+
+    write_index_files(root, shards, json.dumps({"version": 2, "shards": shards}).encode("ascii"))
     return shards

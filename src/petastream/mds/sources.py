@@ -27,9 +27,12 @@ import posixpath
 import threading
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from petastream.errors import CorruptShardError, FormatError
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
+from petastream.mds.shard_table import ShardTable
 from petastream.mds.storage import Location, is_remote_mount
 
 __all__ = ["ShardSources", "HASH_PREFERENCE"]
@@ -46,10 +49,13 @@ _VERIFIED_LOCK = threading.Lock()
 class ShardSources:
     """The shards of one dataset: placement, cache keys, fetching and checking."""
 
-    def __init__(self, location: Location, shards: list[dict[str, Any]], *,
+    def __init__(self, location: Location, shards: ShardTable | list[dict[str, Any]], *,
                  validate_hash: str | None = "auto", read_in_place: bool | None = None):
         self.location = location
-        self.shards = shards
+        # Per-shard facts come from the table's columns; a shard's dict is built only where its
+        # hashes or names are needed (the shards this process reads).
+        self.shards = shards if isinstance(shards, ShardTable) else ShardTable.from_shards(shards)
+        self._compressed = self.shards.compressed()
         self.validate_hash = validate_hash
         self.read_in_place = read_in_place
         if validate_hash not in (None, "auto"):
@@ -61,28 +67,34 @@ class ShardSources:
     def _check_recorded(self, algo: str) -> None:
         """Fail at open, not mid-epoch, when shards do not record ``algo``."""
         hashing.hexdigest(algo, b"")  # unknown names raise here
-        for i, shard in enumerate(self.shards):
-            if algo not in shard["hashes"]:
+        for i, template in enumerate(self.shards.templates):  # per distinct template, not shard
+            if algo not in template["hashes"]:
+                first = int(np.flatnonzero(self.shards.template_ids == i)[0])
                 raise FormatError(
-                    f"validate_hash={algo!r}, but shard {i} of {self.location.url} records only "
-                    f"{shard['hashes']}; pick one of those, 'auto', or None (sizes only)"
+                    f"validate_hash={algo!r}, but shard {first} of {self.location.url} records only "
+                    f"{template['hashes']}; pick one of those, 'auto', or None (sizes only)"
                 )
 
     # -- placement ---------------------------------------------------------------------------
     def compressed(self, i: int) -> bool:
-        meta = self.shards[i]
-        return bool(meta["compression"] and meta["zip_data"])
+        return bool(self._compressed[i])
+
+    def any_compressed(self) -> bool:
+        return bool(self._compressed.any())
+
+    def raw_name(self, i: int) -> str:
+        return str(self.shards.raw_names[i].as_py())
 
     def stored_name(self, i: int) -> str:
         """Basename (relative to the dataset) of the file a fill reads."""
-        meta = self.shards[i]
-        return (meta["zip_data"] if self.compressed(i) else meta["raw_data"])["basename"]
+        names = self.shards.zip_names if self.compressed(i) else self.shards.raw_names
+        return str(names[i].as_py())
 
     def url(self, i: int) -> str:
         return self.location.child_url(self.stored_name(i))
 
     def raw_bytes(self, i: int) -> int:
-        return int(self.shards[i]["raw_data"]["bytes"])
+        return int(self.shards.raw_bytes[i])
 
     def in_place(self, i: int) -> str | None:
         """The local path to map shard ``i`` from directly, or None when it goes through the cache.
@@ -91,7 +103,7 @@ class ShardSources:
         from that raw file."""
         if self.read_in_place is False:
             return None
-        path = self.location.local_file(self.shards[i]["raw_data"]["basename"])
+        path = self.location.local_file(self.raw_name(i))
         if path is None or (self.read_in_place is None and is_remote_mount(path)):
             return None
         if self.compressed(i) and not os.path.exists(path):

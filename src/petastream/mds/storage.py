@@ -178,6 +178,18 @@ class Location:
         return {posixpath.basename(info["name"].rstrip("/")): remote_tag(info)
                 for info in self.fs.ls(where.path, detail=True)}
 
+    def file_tag(self, name: str) -> tuple[int, str]:
+        """(size, tag) of one file, as :meth:`file_tags` names versions, without listing its
+        directory (one HEAD request on object stores). FileNotFoundError if absent."""
+        if self.is_local:
+            st = os.stat(self._join(name))
+            return st.st_size, f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        target = self._join(name)
+        with contextlib.suppress(Exception):  # fresh: not fsspec's listing cache
+            self.fs.invalidate_cache(target)
+        info = self.fs.info(target)
+        return int(info["size"]), remote_tag(info)
+
     def isdir(self) -> bool:
         return os.path.isdir(self.path) if self.is_local else self.fs.isdir(self.path)
 

@@ -8,7 +8,8 @@ available from Python::
     results = migrate_paths(["src/"], Options(todo=False), jobs=4)
     report = Report.build("diff", results)
 
-Modules, one job each: ``mapping`` (what Petastorm names become), ``bindings`` and
+Modules, one job each: ``mapping`` (what Petastorm names become), ``advice`` (what to do
+instead where petastream.compat has no equivalent), ``bindings`` and
 ``imports`` (Python imports and their uses, scope-aware), ``pipeline`` and ``links`` (a read
 pipeline -- reader, loaders, TransformSpec, collate -- moves or stays as one), ``usages``
 (cache-layout reads, custom collate_fn), ``strings`` (mock.patch targets), ``import_order``

@@ -5,7 +5,8 @@ handed and the collate function its loader is given (:data:`mapping.PIPELINE`). 
 such an object is named, :func:`links` answers with:
 
 - the canonical paths of the pipeline objects it works with: a loader's or TF helper's reader
-  (``DataLoader(make_reader(url))``, ``with make_reader(url) as r: DataLoader(r)``); the reader
+  (``DataLoader(make_reader(url))``, ``with make_reader(url) as r: DataLoader(r)``), a
+  WeightedSamplingReader's readers (``WeightedSamplingReader([r1, r2], [.5, .5])``); the reader
   a TransformSpec is handed (``make_reader(url, transform_spec=spec)``); the loader a collate
   function is given (``DataLoader(r, collate_fn=...)``, also through ``functools.partial``);
   an ``edit_field`` goes with the file's TransformSpec;
@@ -35,6 +36,8 @@ __all__ = ["CONVERTER", "UNKNOWN", "Flow", "index_flow", "links", "call_of", "fi
 CONVERTER = "<converter>"
 UNKNOWN = "<unknown>"
 TRANSFORM_SPEC = "petastorm.TransformSpec"
+# The argument a reader consumer takes its reader(s) from, where it is not ``reader``.
+_READER_ARGUMENT = {"petastorm.weighted_sampling_reader.WeightedSamplingReader": "readers"}
 _CONVERTER_METHODS = frozenset({"make_torch_dataloader", "make_tf_dataset"})
 
 
@@ -76,7 +79,7 @@ def links(path: str, node: cst.CSTNode, flow: Flow) -> set[str]:
     """What the use ``node`` of the pipeline object ``path`` is connected to (see the module
     docstring); empty for a reader, where a pipeline starts."""
     if path in READER_CONSUMERS:
-        return _consumer_links(node, flow)
+        return _consumer_links(node, flow, _READER_ARGUMENT.get(path, "reader"))
     if path == TRANSFORM_SPEC:
         return _spec_links(node, flow)
     if path in COLLATES:
@@ -87,20 +90,25 @@ def links(path: str, node: cst.CSTNode, flow: Flow) -> set[str]:
     return {TRANSFORM_SPEC} if TRANSFORM_SPEC in flow.paths.values() else {UNKNOWN}
 
 
-def _consumer_links(node: cst.CSTNode, flow: Flow) -> set[str]:
+def _consumer_links(node: cst.CSTNode, flow: Flow, keyword: str) -> set[str]:
     call = call_of(node, flow.parents)
     if call is not None:
-        return _readers_of(first_argument(call, "reader"), flow) or {UNKNOWN}
+        return _readers_of(first_argument(call, keyword), flow, set()) or {UNKNOWN}
     return {CONVERTER} if fed_by_converter(node, flow.parents) else {UNKNOWN}
 
 
-def _readers_of(expr: cst.BaseExpression | None, flow: Flow) -> set[str]:
-    values = flow.assigned.get(expr.value, []) if isinstance(expr, cst.Name) else [expr]
-    found = set()
-    for value in values:
-        if isinstance(value, cst.Call) and flow.paths.get(value.func) in READERS:
-            found.add(flow.paths[value.func])
-    return found
+def _readers_of(expr: cst.BaseExpression | None, flow: Flow, seen: set[str]) -> set[str]:
+    """The readers ``expr`` is made of: a reader call, a name bound to one, a list of them."""
+    if isinstance(expr, cst.Name):
+        if expr.value in seen:  # r = [r]: followed once
+            return set()
+        seen.add(expr.value)
+        return {p for value in flow.assigned.get(expr.value, []) for p in _readers_of(value, flow, seen)}
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return {p for element in expr.elements for p in _readers_of(element.value, flow, seen)}
+    if isinstance(expr, cst.Call) and flow.paths.get(expr.func) in READERS:
+        return {flow.paths[expr.func]}
+    return set()
 
 
 def _spec_links(node: cst.CSTNode, flow: Flow) -> set[str]:

@@ -1,23 +1,30 @@
 """What Petastorm names become, and what to suggest for the ones petastream.compat lacks.
 
 :func:`resolve` is the one question every transform asks: given a dotted Petastorm path
-(``petastorm.spark.make_spark_converter``, ``petastorm.spark.spark_dataset_converter.logger``,
+(``petastorm.spark.make_spark_converter``, ``petastorm.unischema.Unischema``,
 ``petastorm.make_reader``), what is its ``petastream.compat`` equivalent, if any? Import
 rewriting, attribute chains and ``mock.patch`` target strings all go through it, so they agree.
 
-Three compat modules mirror Petastorm module for module (``petastorm.spark``,
-``petastorm.spark.spark_dataset_converter``, ``petastorm.pytorch``); two Petastorm modules map
-name by name (``petastorm`` itself and ``petastorm.transform``: their ``TransformSpec`` and
-``edit_field`` live in ``petastream.compat``). Everything else under ``petastorm`` has no
-equivalent and comes back as :class:`Unsupported`, with a concrete suggestion.
+petastream.compat mirrors Petastorm's reader API module for module (``petastorm.X`` ->
+``petastream.compat.X``: unischema, codecs, predicates, selectors, utils, etl and its
+dataset_metadata, rowgroup_indexers and rowgroup_indexing, reader, pytorch, tf_utils,
+transform, ngram, weighted_sampling_reader), plus the converter (``petastorm.spark`` ->
+``petastream.compat``, ``petastorm.spark.spark_dataset_converter``). ``petastorm`` itself maps
+name by name (``make_reader``, ``make_batch_reader``, ``TransformSpec``). Each mirrored
+module maps the public names its compat module provides; everything else under ``petastorm``
+(Reader internals, worker pools, caches, HDFS and filesystem helpers, tools, the metadata
+regeneration script, ...) comes back as :class:`Unsupported`, with a concrete suggestion
+(:mod:`petastream.migrate.advice`). docs/migrate-tool.md lists the decisions module by module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from petastream.errors import InvalidArgumentError
+
+from .advice import SUGGESTIONS
 
 __all__ = [
     "Resolved",
@@ -33,16 +40,13 @@ __all__ = [
     "TRANSFORMS",
     "COLLATES",
     "PIPELINE",
-    "CompatReader",
+    "EVERY_CALL",
+    "NAME_ONLY",
     "COMPAT_READERS",
-    "CONVERTER_FILES",
-    "ANY_DATASET",
     "CACHE_LAYOUT_HELPERS",
 ]
 
 COMPAT = "petastream.compat"
-_SDC = f"{COMPAT}.spark_dataset_converter"
-_PYTORCH = f"{COMPAT}.pytorch"
 
 # Module globals of petastorm.spark.spark_dataset_converter that petastream.compat's mirror
 # keeps (spec §1.2, §1.4-1.8): public API, the module globals tests patch or read, and the
@@ -85,7 +89,43 @@ _SDC_NAMES = (
     "_convert_vector",
     "_gen_cache_dir_name",
 )
-_PYTORCH_NAMES = ("DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate")
+
+# The Petastorm 0.13.1 modules compat mirrors (petastorm.X -> petastream.compat.X), each with
+# the public names its compat module provides. A Petastorm name left out stays on Petastorm and
+# is reported: petastorm.utils' run_in_subprocess and add_to_dataset_metadata,
+# petastorm.transform's transform_schema, petastorm.pytorch's LoaderBase, petastorm.tf_utils'
+# helpers other than make_petastorm_dataset and tf_tensors, petastorm.reader's cache constants
+# and normalize_dataset_url_or_urls.
+_MIRRORED: dict[str, tuple[str, ...]] = {
+    "petastorm.unischema": (
+        "Unischema", "UnischemaField", "dict_to_spark_row", "insert_explicit_nulls", "match_unischema_fields",
+    ),
+    "petastorm.codecs": (
+        "DataframeColumnCodec", "CompressedImageCodec", "NdarrayCodec", "CompressedNdarrayCodec", "ScalarCodec",
+    ),
+    "petastorm.predicates": (
+        "PredicateBase", "in_set", "in_intersection", "in_lambda", "in_negate", "in_reduce", "in_pseudorandom_split",
+    ),
+    "petastorm.selectors": (
+        "RowGroupSelectorBase", "SingleIndexSelector", "IntersectIndexSelector", "UnionIndexSelector",
+    ),
+    "petastorm.utils": ("DecodeFieldError", "decode_row"),
+    "petastorm.etl": ("RowGroupIndexerBase",),
+    "petastorm.etl.dataset_metadata": (
+        "materialize_dataset", "get_schema", "get_schema_from_dataset_url", "infer_or_load_unischema",
+        "load_row_groups", "PetastormMetadataError", "PetastormMetadataGenerationError",
+        "ROW_GROUPS_PER_FILE_KEY", "UNISCHEMA_KEY",
+    ),
+    "petastorm.etl.rowgroup_indexers": ("SingleFieldIndexer", "FieldNotNullIndexer"),
+    "petastorm.etl.rowgroup_indexing": (
+        "build_rowgroup_index", "get_row_group_indexes", "ROWGROUPS_INDEX_KEY", "PieceInfo", "PARALLEL_SLICE_NUM",
+    ),
+    "petastorm.reader": ("make_reader", "make_batch_reader", "Reader"),
+    "petastorm.pytorch": ("DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate"),
+    "petastorm.tf_utils": ("make_petastorm_dataset", "tf_tensors"),
+    "petastorm.ngram": ("NGram",),
+    "petastorm.weighted_sampling_reader": ("WeightedSamplingReader",),
+}
 
 
 @dataclass(frozen=True)
@@ -96,8 +136,19 @@ class _ModuleMap:
     names: Mapping[str, str]
 
 
+def _mirror(target: str, names: Iterable[str]) -> _ModuleMap:
+    return _ModuleMap(target, {n: f"{target}.{n}" for n in names})
+
+
 _MODULES: dict[str, _ModuleMap] = {
-    "petastorm": _ModuleMap(None, {"TransformSpec": f"{COMPAT}.TransformSpec"}),
+    **{module: _mirror(COMPAT + module[len("petastorm") :], names) for module, names in _MIRRORED.items()},
+    "petastorm.spark.spark_dataset_converter": _mirror(f"{COMPAT}.spark_dataset_converter", _SDC_NAMES),
+    # petastorm/__init__ re-exports the readers and TransformSpec; so does petastream.compat
+    # (NoDataAvailableError it does not: compat has no errors module)
+    "petastorm": _ModuleMap(
+        None,
+        {name: f"{COMPAT}.{name}" for name in ("make_reader", "make_batch_reader", "TransformSpec")},
+    ),
     "petastorm.spark": _ModuleMap(
         COMPAT,
         {
@@ -105,59 +156,65 @@ _MODULES: dict[str, _ModuleMap] = {
             "SparkDatasetConverter": f"{COMPAT}.SparkDatasetConverter",
         },
     ),
-    "petastorm.spark.spark_dataset_converter": _ModuleMap(_SDC, {n: f"{_SDC}.{n}" for n in _SDC_NAMES}),
-    "petastorm.pytorch": _ModuleMap(_PYTORCH, {n: f"{_PYTORCH}.{n}" for n in _PYTORCH_NAMES}),
+    # petastream.compat re-exports these two: migrated code imports them from there, as the
+    # converter's users already do
     "petastorm.transform": _ModuleMap(
-        None,
+        f"{COMPAT}.transform",
         {"TransformSpec": f"{COMPAT}.TransformSpec", "edit_field": f"{COMPAT}.edit_field"},
     ),
 }
 
-# Petastorm modules (so ``from petastorm import reader`` is known to bind a module, not a name).
+# Every module of Petastorm 0.13.1 (so ``from petastorm import reader`` is known to bind a
+# module, not a name).
 PETASTORM_MODULES = frozenset(
     {
         "petastorm",
-        "petastorm.spark",
-        "petastorm.spark.spark_dataset_converter",
-        "petastorm.pytorch",
-        "petastorm.transform",
-        "petastorm.tf_utils",
-        "petastorm.unischema",
-        "petastorm.codecs",
-        "petastorm.predicates",
-        "petastorm.reader",
-        "petastorm.fs_utils",
-        "petastorm.utils",
-        "petastorm.selectors",
-        "petastorm.ngram",
+        *_MODULES,
+        "petastorm.arrow_reader_worker",
+        "petastorm.benchmark",
+        "petastorm.benchmark.cli",
+        "petastorm.benchmark.dummy_reader",
+        "petastorm.benchmark.throughput",
         "petastorm.cache",
-        "petastorm.local_disk_cache",
         "petastorm.errors",
-        "petastorm.etl",
-        "petastorm.etl.dataset_metadata",
-        "petastorm.etl.rowgroup_indexing",
+        "petastorm.etl.legacy",
+        "petastorm.etl.metadata_util",
         "petastorm.etl.petastorm_generate_metadata",
+        "petastorm.fs_utils",
+        "petastorm.generator",
         "petastorm.hdfs",
-        "petastorm.workers_pool",
+        "petastorm.hdfs.namenode",
+        "petastorm.local_disk_cache",
+        "petastorm.namedtuple_gt_255_fields",
+        "petastorm.py_dict_reader_worker",
+        "petastorm.pyarrow_helpers",
+        "petastorm.pyarrow_helpers.batching_table_queue",
         "petastorm.reader_impl",
+        "petastorm.reader_impl.arrow_table_serializer",
+        "petastorm.reader_impl.pickle_serializer",
+        "petastorm.reader_impl.pytorch_shuffling_buffer",
+        "petastorm.reader_impl.shuffling_buffer",
+        "petastorm.spark_utils",
         "petastorm.test_util",
+        "petastorm.test_util.reader_mock",
+        "petastorm.test_util.shuffling_analysis",
         "petastorm.tools",
+        "petastorm.tools.copy_dataset",
+        "petastorm.tools.spark_session_cli",
+        "petastorm.workers_pool",
+        "petastorm.workers_pool.dummy_pool",
+        "petastorm.workers_pool.exec_in_new_process",
+        "petastorm.workers_pool.exec_in_new_process_entrypoint",
+        "petastorm.workers_pool.process_pool",
+        "petastorm.workers_pool.thread_pool",
+        "petastorm.workers_pool.ventilator",
+        "petastorm.workers_pool.worker_base",
     }
 )
 
-_MATERIALIZE = (
-    "Petastorm-format (Unischema) datasets are not supported: write the DataFrame as plain "
-    "Parquet (df.write.parquet(url)) and convert it with make_spark_converter, or read MDS with "
-    "petastream.open(url)"
-)
-_UNISCHEMA = (
-    "describe the columns with a Spark StructType instead of a Unischema; codec fields become plain "
-    "columns (array<float> for ndarrays, binary for encoded images) decoded in a TransformSpec func"
-)
-_TF = "use make_spark_converter(df).make_tf_dataset(...) from petastream.compat"
-
-# One Petastorm object reachable under several paths gets one piece of advice: paths are
-# looked up under the name Petastorm documents (petastorm/__init__.py re-exports these).
+# One Petastorm object reachable under several paths gets one piece of advice and one pipeline
+# role: paths are looked up under the name Petastorm documents (petastorm/__init__.py
+# re-exports these).
 _CANONICAL = {
     "petastorm.reader.make_reader": "petastorm.make_reader",
     "petastorm.reader.make_batch_reader": "petastorm.make_batch_reader",
@@ -167,16 +224,19 @@ _CANONICAL = {
 
 # The pieces of a Petastorm read pipeline: a reader, the loaders that pull from it and the TF
 # helpers that wrap it, the TransformSpec it is handed and the collate function its loader is
-# given. petastream.compat.pytorch's loaders read a petastream Reader (they need
-# reader.pool_type / reader.loader_kwargs), Petastorm's tf_utils need a Petastorm Reader, and a
-# TransformSpec or collate function moved without its reader would make the file need both
-# libraries, so a pipeline moves as one or stays as one (see petastream.migrate.pipeline).
+# given. petastream.compat's loaders and tf_utils read petastream readers, Petastorm's read
+# Petastorm's, and a TransformSpec or collate function moved without its reader would make the
+# file need both libraries, so a pipeline moves as one or stays as one (see
+# petastream.migrate.pipeline). A WeightedSamplingReader is both: it reads readers, and loaders
+# read it.
+_WEIGHTED = "petastorm.weighted_sampling_reader.WeightedSamplingReader"
 READERS = frozenset(
     {
         "petastorm.make_reader",
         "petastorm.make_batch_reader",
         "petastorm.reader.Reader",
         "petastorm.spark.spark_dataset_converter.make_batch_reader",
+        _WEIGHTED,
     }
 )
 LOADERS = frozenset(
@@ -186,28 +246,30 @@ LOADERS = frozenset(
         "petastorm.pytorch.InMemBatchedDataLoader",
     }
 )
-READER_CONSUMERS = LOADERS | {"petastorm.tf_utils.make_petastorm_dataset", "petastorm.tf_utils.tf_tensors"}
+READER_CONSUMERS = LOADERS | {
+    "petastorm.tf_utils.make_petastorm_dataset",
+    "petastorm.tf_utils.tf_tensors",
+    _WEIGHTED,
+}
 TRANSFORMS = frozenset({"petastorm.TransformSpec", "petastorm.transform.edit_field"})
 COLLATES = frozenset({"petastorm.pytorch.decimal_friendly_collate"})
 PIPELINE = READERS | READER_CONSUMERS | TRANSFORMS | COLLATES
 
-# The Petastorm readers petastream.compat provides, and which of their calls it can take:
-# CONVERTER_FILES, only a reader of the MDS files a converter wrote
-# (make_batch_reader(converter.file_urls, ...)); ANY_DATASET, every call. The one place to
-# change when compat reads more (make_reader or make_batch_reader on Parquet): a reader that
-# moves takes its whole pipeline with it, one that stays keeps it (petastream.migrate.pipeline).
-CONVERTER_FILES = "converter-files"
-ANY_DATASET = "any-dataset"
-
-
-@dataclass(frozen=True)
-class CompatReader:
-    target: str  # the compat reader a Petastorm reader's calls become
-    reads: str  # CONVERTER_FILES or ANY_DATASET
-
-
-COMPAT_READERS: dict[str, CompatReader] = {
-    "petastorm.make_batch_reader": CompatReader(f"{COMPAT}.make_batch_reader", CONVERTER_FILES),
+# What petastream.compat takes over of each Petastorm reader; the one place to change when it
+# takes more or less. EVERY_CALL: every call, on any data (Unischema datasets and plain Parquet,
+# any store), with Petastorm's full argument list. NAME_ONLY: the name (annotations, isinstance)
+# but not a call: ``Reader(pyarrow_filesystem, dataset_path, worker_class=...)`` is Petastorm's
+# internal constructor, which compat does not have (its readers come from make_reader and
+# make_batch_reader). A reader compat does not take, or a call of it compat cannot take, stays
+# on Petastorm with its whole read pipeline (petastream.migrate.pipeline).
+EVERY_CALL = "every-call"
+NAME_ONLY = "name-only"
+COMPAT_READERS: dict[str, str] = {
+    "petastorm.make_reader": EVERY_CALL,
+    "petastorm.make_batch_reader": EVERY_CALL,
+    "petastorm.spark.spark_dataset_converter.make_batch_reader": EVERY_CALL,
+    _WEIGHTED: EVERY_CALL,
+    "petastorm.reader.Reader": NAME_ONLY,
 }
 
 # Private helpers of spark_dataset_converter that hand out or walk the cache's files: compat
@@ -226,55 +288,6 @@ CACHE_LAYOUT_HELPERS = frozenset(
         "CachedDataFrameMeta",
     )
 )
-
-# Longest matching prefix wins; "petastorm" is the catch-all.
-_SUGGESTIONS: dict[str, str] = {
-    "petastorm.make_reader": (
-        "materialize the data with make_spark_converter(df) and read it with "
-        "converter.make_torch_dataloader()/make_tf_dataset(), or write it as MDS and read it "
-        "with petastream.open(url)"
-    ),
-    "petastorm.make_batch_reader": (
-        "for Parquet data use make_spark_converter(spark.read.parquet(url)) and "
-        "converter.make_torch_dataloader()/make_tf_dataset(); petastream.compat.make_batch_reader "
-        "reads only what a converter materialized (converter.file_urls); read other MDS data "
-        "with petastream.open(url)"
-    ),
-    "petastorm.NoDataAvailableError": (
-        "catch petastream.PetastreamError instead (or drop the handler)"
-    ),
-    "petastorm.errors": "catch petastream.PetastreamError (petastream.errors) instead",
-    "petastorm.etl": _MATERIALIZE,
-    "petastorm.unischema.dict_to_spark_row": (
-        "build rows with pyspark.sql.Row(**values) against a plain Spark StructType schema"
-    ),
-    "petastorm.unischema": _UNISCHEMA,
-    "petastorm.codecs": _UNISCHEMA,
-    "petastorm.tf_utils": _TF,
-    "petastorm.predicates": (
-        "filter the Spark DataFrame before converting it (df.filter(...)), or drop rows in a "
-        "TransformSpec func"
-    ),
-    "petastorm.selectors": "select rows with df.filter(...) before make_spark_converter",
-    "petastorm.reader": (
-        "use converter.make_torch_dataloader()/make_tf_dataset() from petastream.compat "
-        "instead of a Reader"
-    ),
-    "petastorm.fs_utils": "resolve storage URLs with fsspec (fsspec.core.url_to_fs(url))",
-    "petastorm.pytorch": (
-        "petastream.compat.pytorch provides only DataLoader, BatchedDataLoader, "
-        "InMemBatchedDataLoader and decimal_friendly_collate"
-    ),
-    "petastorm.transform": "petastream.compat provides only TransformSpec and edit_field",
-    "petastorm.spark": (
-        "petastream.compat mirrors only the documented converter API of petastorm.spark: "
-        "rewrite this use by hand"
-    ),
-    "petastorm": (
-        "rewrite this by hand with make_spark_converter (petastream.compat) or "
-        "petastream.open(url)"
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -331,13 +344,24 @@ def canonical(path: str) -> str:
     return path
 
 
+# A name a mirrored module lacks: what the compat module has, unless advice.py says more.
+_ADVICE = {
+    **{
+        module: f"{mapped.target} provides {', '.join(mapped.names)}; rewrite this use with those"
+        for module, mapped in _MODULES.items()
+        if mapped.target is not None
+    },
+    **SUGGESTIONS,
+}
+
+
 def suggestion_for(path: str) -> str:
     parts = canonical(path).split(".")
     for k in range(len(parts), 0, -1):
-        found = _SUGGESTIONS.get(".".join(parts[:k]))
+        found = _ADVICE.get(".".join(parts[:k]))
         if found is not None:
             return found
-    return _SUGGESTIONS["petastorm"]
+    return _ADVICE["petastorm"]
 
 
 def resolve(path: str) -> Resolved | Unsupported:

@@ -8,11 +8,11 @@ Petastorm Reader, the two ``decimal_friendly_collate`` are not the same function
 TransformSpec moved while its reader stays makes the file need both libraries. So, per file
 (one notebook: all its cells):
 
-- Which readers compat takes over is declared in :data:`mapping.COMPAT_READERS`: today a
-  ``petastorm.make_batch_reader`` whose every call reads a converter's files
-  (``make_batch_reader(converter.file_urls, ...)``: MDS after the migration). Any other
-  reader or TF helper (``make_reader``, ``make_batch_reader`` on a Parquet or Unischema
-  dataset, ``make_petastorm_dataset``) stays on Petastorm.
+- Which readers compat takes over, and which of their calls, is declared in
+  :data:`mapping.COMPAT_READERS`: today every ``make_reader`` and ``make_batch_reader`` call
+  (any data, any store), and a ``WeightedSamplingReader``; ``petastorm.reader.Reader`` only as
+  a name (annotations, isinstance): a file that calls it, Petastorm's internal constructor,
+  keeps it on Petastorm, and with it its pipeline.
 - The pieces are grouped by what the file connects (:func:`links.links`: a loader to its
   reader, a TransformSpec to the reader it is handed, a collate function to its loader; each
   imported name is one piece, so two pipelines sharing a ``DataLoader`` import are one group).
@@ -43,7 +43,7 @@ reader does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -51,10 +51,10 @@ import libcst as cst
 from .bindings import Binding
 from .links import CONVERTER, UNKNOWN, call_of, first_argument, index_flow, links
 from .mapping import (
-    ANY_DATASET,
     COLLATES,
     COMPAT_READERS,
     LOADERS,
+    NAME_ONLY,
     PIPELINE,
     READERS,
     TRANSFORMS,
@@ -119,13 +119,6 @@ def _members(bindings: Sequence[Binding], wanted: frozenset[str]) -> Iterator[Me
                     break
 
 
-def _reads_converter_files(member: Member, parents: Mapping[cst.CSTNode, cst.CSTNode]) -> bool:
-    call = call_of(member.node, parents)
-    if call is None:
-        return False
-    return _is_file_urls(first_argument(call, "dataset_url_or_urls"))
-
-
 def _is_file_urls(url: cst.BaseExpression | None) -> bool:
     return isinstance(url, cst.Attribute) and url.attr.value == "file_urls"
 
@@ -143,7 +136,6 @@ def _literal_urls(url: cst.BaseExpression | None) -> bool:
 class Policy:
     """What the file's read pipelines decided; :meth:`resolve` is the file's resolver."""
 
-    promoted: dict[str, str] = field(default_factory=dict)  # canonical path -> compat path
     blocked: dict[str, Unsupported] = field(default_factory=dict)  # canonical path -> why it stays
     staying: str | None = None  # the first reader or TF helper that stays on Petastorm
 
@@ -152,8 +144,6 @@ class Policy:
         if key in self.blocked:
             kept = self.blocked[key]
             return Unsupported(path, kept.suggestion, kept.code, kept.reason)
-        if key in self.promoted:
-            return Resolved(self.promoted[key], path.count(".") + 1, is_module=False)
         return resolve(path)
 
     def star_kept(self, module: str) -> Unsupported | None:
@@ -171,10 +161,13 @@ def plan_pipeline(tree: Tree, bindings: Sequence[Binding]) -> Policy:
         call = call_of(member.node, parents)
         if call is not None and _literal_urls(first_argument(call, _CONTEXT_MANAGERS[member.path])):
             policy.blocked[member.path] = _reads_parquet(member.path)
-    for path, reader in COMPAT_READERS.items():
-        calls = [m for m in found if m.path == path]
-        if calls and (reader.reads == ANY_DATASET or all(_reads_converter_files(m, parents) for m in calls)):
-            policy.promoted[path] = reader.target
+    for member in found:
+        if member.path in READERS and member.path not in policy.blocked:
+            takes = COMPAT_READERS.get(member.path)
+            if takes is None:
+                policy.blocked[member.path] = _not_taken(member.path)
+            elif takes == NAME_ONLY and call_of(member.node, parents) is not None:
+                policy.blocked[member.path] = _constructed(member.path)
     # readers and TF helpers compat does not take over: where pipelines stay, in file order
     roots = list(dict.fromkeys(m.path for m in found if isinstance(policy.resolve(m.written), Unsupported)))
     if not roots:
@@ -233,25 +226,46 @@ class _Groups:
 
 def _kept(path: str, reader: str, *, linked: bool) -> Unsupported:
     if path in READERS:
-        role = "it would become a petastream reader, which Petastorm's loaders and tf_utils cannot read"
+        role = (
+            "it would become a petastream reader, which Petastorm's loaders, tf_utils and "
+            "WeightedSamplingReader cannot read"
+        )
     elif path in TRANSFORMS:
         name = path.rpartition(".")[2]
         role = f"moving {name} without its reader would make this file need petastream as well as petastorm"
     elif path in COLLATES:
         role = "petastream.compat's decimal_friendly_collate goes with petastream.compat's loaders, not Petastorm's"
     else:
-        role = "petastream.compat's loaders read only petastream readers"
+        role = "petastream.compat's loaders and tf_utils read only petastream readers"
     where = f"its read pipeline uses {reader}" if linked else f"this file also uses {reader}"
-    reason = (
-        f"{path} stays on Petastorm: {where}, which petastream.compat does not provide, and {role}"
-    )
+    reason = f"{path} stays on Petastorm: {where}, which stays on Petastorm, and {role}"
     suggestion = (
-        "migrate the reader and what reads it together: for a Spark DataFrame use "
-        "make_spark_converter(df) with converter.make_torch_dataloader()/make_tf_dataset(); for "
-        "MDS data use petastream.open(url); until then this file keeps petastorm (and so does the "
-        "project's dependency list)"
+        f"migrate {reader} first (see its item); the rest of the pipeline moves with it on the "
+        "next run; until then this file keeps petastorm (and so does the project's dependency list)"
     )
     return Unsupported(path, suggestion, KEPT, reason)
+
+
+def _not_taken(path: str) -> Unsupported:
+    return Unsupported(
+        path,
+        "rewrite this reader by hand with make_reader or make_batch_reader from petastream.compat",
+        "unsupported-use",
+        f"{path} is not a reader petastream.compat takes over",
+    )
+
+
+def _constructed(path: str) -> Unsupported:
+    return Unsupported(
+        path,
+        "create the reader with make_reader(url, ...) or make_batch_reader(url, ...), which "
+        "petastream.compat takes over with Petastorm's arguments; until then this file keeps "
+        "petastorm, and so does the reader's pipeline",
+        "unsupported-use",
+        f"{path} is called in this file: its constructor (pyarrow_filesystem, dataset_path, "
+        "worker_class, ...) is Petastorm's reader internals, which petastream.compat does not "
+        "provide (it keeps the name, for annotations and isinstance)",
+    )
 
 
 def _reads_parquet(path: str) -> Unsupported:
@@ -315,8 +329,9 @@ def unchecked_loaders(tree: Tree, bindings: Sequence[Binding], policy: Policy) -
                 "loader-reader-unchecked",
                 f"{member.path.rpartition('.')[2]} now comes from petastream.compat and needs a "
                 "petastream reader; this one is made outside this file",
-                "make sure it comes from petastream.compat.make_batch_reader(converter.file_urls) "
-                "or use converter.make_torch_dataloader(); a Petastorm reader fails here",
+                "make sure it comes from petastream.compat (make_reader, make_batch_reader, "
+                "migrated with it) or use converter.make_torch_dataloader(); a Petastorm reader "
+                "fails here",
                 severity="info",
             )
         )

@@ -37,6 +37,7 @@ from petastream.errors import ConfigurationError, FormatError, InvalidArgumentEr
 from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import dump_index, read_index
+from petastream.mds.index_sidecar import INDEX_SIDECAR, write_index_files
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
@@ -404,7 +405,7 @@ def _sweep(attempt: str, subs: list[str], storage_options: dict | None) -> None:
     """Delete what failed or speculative task attempts left beside the reported sub-dirs
     (not in the index, so only wasted space)."""
     root = resolve(attempt, storage_options)
-    keep = set(subs) | {"index.json", SIDECAR}
+    keep = set(subs) | {"index.json", SIDECAR, INDEX_SIDECAR}
     for name in root.listdir():
         if name not in keep and not name.startswith("index.json"):
             try:
@@ -442,7 +443,7 @@ def _write_empty(attempt: str, plans: list[ColumnPlan], compression: str | None,
                   write_index=False, storage_options=storage_options)
     w.flush()
     w.finish()
-    w.location.write_bytes_atomic("index.json", dump_index(w.shards))
+    write_index_files(w.location, w.shards, dump_index(w.shards))
     return sub
 
 

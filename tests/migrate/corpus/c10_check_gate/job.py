@@ -1,10 +1,9 @@
-from petastorm import make_reader
+from petastorm.hdfs.namenode import HdfsNamenodeResolver
 from petastorm.spark import make_spark_converter
 
 
-def peek(url):
-    with make_reader(url) as reader:
-        return next(reader)
+def namenodes(nameservice):
+    return HdfsNamenodeResolver().resolve_hdfs_name_service(nameservice)
 
 
 def converter_for(df):

@@ -1,0 +1,234 @@
+"""Opening big datasets: open + plan + first batch of one rank, and its peak RSS, by shard count.
+
+``python -m benchmarks.scale [--shards 10000,100000,1000000] [--world 4096] [--ranks 0,2047]
+[--variant after=src --variant before=/path/to/old/src] [--mosaic PYTHON] [--mosaic-max 10000]``
+
+For each shard count a synthetic dataset is written under ``--dir``: ``index.json`` (10,000
+samples a shard: 1M shards is 10 B samples, ~420 MB of JSON, bytes exactly as petastream's
+writer makes them) and petastream's ``petastream.index.arrow`` beside it. Only the shard files
+the measured first batches touch exist (hard links to one real shard), so a million-shard
+index needs neither a million files nor their bytes.
+
+Each measurement is a fresh subprocess (one rank of ``--world``), timing
+``petastream.open`` (index parsed or sidecar loaded), the planner (``StreamPlanner``,
+shuffled, its first chunk) and the first batch's read, and reporting its peak RSS
+(``VmHWM``). Variants: each ``--variant label=src`` runs with that ``src`` first on
+PYTHONPATH (e.g. the code before the sidecar); ``<label>-json`` runs the same code with the
+sidecar ignored (the JSON path). ``--mosaic`` runs Mosaic's ``StreamingDataset(local=...)``
+(world size 1, no shuffle: Mosaic partitions every sample at the first read) in its own
+environment, up to ``--mosaic-max`` shards, under ``--timeout``. Numbers are measured, never
+asserted; note the machine's load beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = 10_000
+BATCH = 32
+
+_RUNNER = r"""
+import json, sys, time
+
+def peak_rss_mb():
+    # VmHWM: this program's peak. (getrusage's ru_maxrss survives exec: a child of a big
+    # parent reports the parent's size.)
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+t0 = time.perf_counter()
+import numpy as np
+import petastream
+from petastream.stream.planner import StreamPlanner
+import importlib
+for m in ("pyarrow", "pandas", "petastream.mds.dataset", "petastream.source"):  # not the cost measured
+    try:
+        importlib.import_module(m)
+    except ImportError:
+        pass
+path, world, rank, batch, no_sidecar, cache = sys.argv[1:7]
+if no_sidecar == "1":
+    try:
+        import petastream.mds.index_sidecar as side
+        side.INDEX_SIDECAR = "absent-sidecar"
+    except ImportError:
+        pass
+t_import = time.perf_counter()
+ds = petastream.open(path, cache_dir=cache)
+t_open = time.perf_counter()
+planner = StreamPlanner(ds.shard_sizes, int(batch), shuffle=True, seed=0, world_size=int(world), rank=int(rank))
+chunk = next(planner.begin_pass().chunks(max_samples=int(batch)))
+ids = chunk.batch(0)
+t_plan = time.perf_counter()
+got = ds.read(ids)
+t_batch = time.perf_counter()
+assert len(got["id"]) == len(ids)
+print(json.dumps({"open": t_open - t_import, "plan": t_plan - t_open, "first_batch": t_batch - t_plan,
+                  "total": t_batch - t_import, "rss_mb": peak_rss_mb(), "sidecar": bool(getattr(ds, "index_from_sidecar", False))}))
+"""
+
+_MOSAIC = r"""
+import json, sys, time
+
+def peak_rss_mb():
+    # VmHWM: this program's peak. (getrusage's ru_maxrss survives exec: a child of a big
+    # parent reports the parent's size.)
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+t0 = time.perf_counter()
+from streaming import StreamingDataset
+t_import = time.perf_counter()
+ds = StreamingDataset(local=sys.argv[1], shuffle=False, batch_size=int(sys.argv[2]))
+t_open = time.perf_counter()
+it = iter(ds)
+first = [next(it) for _ in range(int(sys.argv[2]))]
+t_batch = time.perf_counter()
+print(json.dumps({"open": t_open - t_import, "plan": None, "first_batch": t_batch - t_open,
+                  "total": t_batch - t_import, "rss_mb": peak_rss_mb()}))
+"""
+
+
+def _template(workdir: Path) -> tuple[dict, Path]:
+    """One real shard of SAMPLES rows (id int64, label str, x float32[16]) and its index entry."""
+    from petastream.mds.writer import write_mds
+
+    out = workdir / "template"
+    if not (out / "index.json").exists():
+        n = SAMPLES
+        write_mds({"id": np.arange(n, dtype=np.int64),
+                   "label": np.array([f"l{i % 97}" for i in range(n)], dtype=object),
+                   "x": np.zeros((n, 16), np.float32)}, str(out), size_limit=None,
+                   hashes=["sha1", "xxh64"], compression=None, exist_ok=True)
+    shard = json.loads((out / "index.json").read_bytes())["shards"][0]
+    return shard, out / shard["raw_data"]["basename"]
+
+
+def _name(i: int) -> str:
+    return f"shard.{i:07}.mds"
+
+
+def write_dataset(workdir: Path, n: int) -> Path:
+    """index.json of ``n`` copies of the template shard (by name) and its sidecar."""
+    import pyarrow as pa
+
+    from petastream.mds.index_sidecar import INDEX_SIDECAR, encode_index_sidecar
+    from petastream.mds.shard_table import ShardTable
+
+    shard, _ = _template(workdir)
+    path = workdir / f"n{n}"
+    if (path / "index.json").exists() and (path / INDEX_SIDECAR).exists():
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    marker = "@@NAME@@"
+    text = json.dumps(dict(shard, raw_data=dict(shard["raw_data"], basename=marker)), sort_keys=True)
+    head, tail = text.split(marker)
+    # The bytes of dump_index(shards) (sort_keys: "shards" before "version"), built as text.
+    body = ", ".join(f"{head}{_name(i)}{tail}" for i in range(n))
+    index = f'{{"shards": [{body}], "version": 2}}'.encode("ascii")
+    del body
+    raw = shard["raw_data"]
+    template = {k: v for k, v in shard.items() if k != "samples"}
+    template["raw_data"] = {"hashes": sorted(raw["hashes"])}
+    names = pa.array([_name(i) for i in range(n)], pa.string())
+    table = ShardTable(
+        samples=np.full(n, shard["samples"], np.int64), raw_bytes=np.full(n, raw["bytes"], np.int64),
+        zip_bytes=np.full(n, -1, np.int64), raw_names=names, zip_names=pa.nulls(n, pa.string()),
+        templates=[template], template_ids=np.zeros(n, np.int32),
+        raw_hashes={a: pa.array([h] * n, pa.string()) for a, h in raw["hashes"].items()}, zip_hashes={})
+    assert table[n - 1] == json.loads(f"{head}{_name(n - 1)}{tail}")
+    (path / INDEX_SIDECAR).write_bytes(encode_index_sidecar(table, index))
+    (path / "index.json").write_bytes(index)
+    return path
+
+
+def link_first_batches(workdir: Path, path: Path, n: int, world: int, ranks: list[int]) -> None:
+    """Make the shard files exist that each rank's first batch (and Mosaic's first) reads."""
+    from petastream.stream.planner import StreamPlanner
+
+    _, template_file = _template(workdir)
+    sizes = np.full(n, SAMPLES, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    touched = {0}
+    for rank in ranks:
+        planner = StreamPlanner(sizes, BATCH, shuffle=True, seed=0, world_size=world, rank=rank)
+        ids = next(planner.begin_pass().chunks(max_samples=BATCH)).batch(0)
+        touched |= {int(s) for s in np.searchsorted(offsets, ids, side="right") - 1}
+    for s in touched:
+        target = path / _name(s)
+        if not target.exists():
+            os.link(template_file, target)
+
+
+def run(cmd: list[str], env: dict[str, str], timeout: float) -> dict:
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f}s"}
+    if p.returncode:
+        return {"error": f"rc {p.returncode}: {p.stderr.strip().splitlines()[-1:] if p.stderr else ''}"}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shards", default="10000,100000")
+    ap.add_argument("--world", type=int, default=4096)
+    ap.add_argument("--ranks", default="0,2047")
+    ap.add_argument("--variant", action="append", default=[], help="label=src (default after=<repo>/src)")
+    ap.add_argument("--no-json", action="store_true", help="skip the <label>-json runs")
+    ap.add_argument("--mosaic", default=None, help="python of Mosaic Streaming's environment")
+    ap.add_argument("--mosaic-max", type=int, default=10_000)
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--dir", default=str(ROOT / ".bench" / "scale"))
+    args = ap.parse_args()
+    workdir = Path(args.dir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    variants = [v.split("=", 1) for v in args.variant] or [["after", str(ROOT / "src")]]
+    ranks = [int(r) for r in args.ranks.split(",")]
+    rows = []
+    for n in [int(x) for x in args.shards.split(",")]:
+        t = time.perf_counter()
+        path = write_dataset(workdir, n)
+        link_first_batches(workdir, path, n, args.world, ranks)
+        print(f"# {n} shards: index.json {(path / 'index.json').stat().st_size / 1e6:.1f} MB, "
+              f"written in {time.perf_counter() - t:.1f}s", flush=True)
+        runs = []
+        for label, src in variants:
+            runs.append((label, src, "0"))
+            if not args.no_json:
+                runs.append((f"{label}-json", src, "1"))
+        for label, src, no_sidecar in runs:
+            if label.endswith("-json") and label.startswith("before"):
+                continue  # the old code has no sidecar: its runs are the JSON path already
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)]), "OMP_NUM_THREADS": "1"}
+            for rank in ranks:
+                cache = str(workdir / "cache")
+                res = run([sys.executable, "-c", _RUNNER, str(path), str(args.world), str(rank), str(BATCH),
+                           no_sidecar, cache], env, args.timeout)
+                rows.append({"shards": n, "reader": label, "rank": rank, **res})
+                print(json.dumps(rows[-1]), flush=True)
+        if args.mosaic and n <= args.mosaic_max:
+            res = run([args.mosaic, "-c", _MOSAIC, str(path), str(BATCH)], {**os.environ}, args.timeout)
+            rows.append({"shards": n, "reader": "mosaic", "rank": 0, **res})
+            print(json.dumps(rows[-1]), flush=True)
+    print("\n| shards | reader | rank | open s | plan s | first batch s | total s | peak RSS MB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['error']} | | | | |")
+            continue
+        plan = "-" if r["plan"] is None else f"{r['plan']:.3f}"
+        print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['open']:.2f} | {plan} | "
+              f"{r['first_batch']:.3f} | {r['total']:.2f} | {r['rss_mb']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
