@@ -41,7 +41,7 @@ from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
-from petastream.spark._outcome import Retry, check_agreement, job_failure
+from petastream.spark._outcome import Retry, check_agreement, check_markers, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
     ColumnPlan,
@@ -373,6 +373,7 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     try:
         rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
+        check_markers(rows)  # a marker is a result, not a failed task: see _task
         check_agreement(plans, rows)
         subs = [r["sub"] for r in rows if r["sub"]]
         if not subs:
