@@ -1,12 +1,12 @@
-"""A task that meets a marker (a null it may not fill, an empty array, an array length that
-changed or is unknown) reports it in its result row instead of failing, and the job's other
-tasks stop at the flag it leaves.
+"""A task that meets a data error (a marker: a null it may not fill, an empty array, an array
+length that changed or is unknown; or a value its encoding cannot hold) reports it in its
+result row instead of failing, and the job's other tasks stop at the flag it leaves.
 
 Why (issue 29, item 6): a failed task makes Spark cancel the job's running tasks, and a
 cancelled task that has already handed its Python worker back for reuse can have that worker
 destroyed by Spark's kill timer while the next job's task uses it (SPARK-54217): on a loaded
 machine the job after a retry marker failed with ``ClosedChannelException``. A write job of
-ours that meets a marker must therefore fail, and cancel, no Spark task.
+ours that meets a data error must therefore fail, and cancel, no Spark task.
 """
 
 from __future__ import annotations
@@ -71,13 +71,21 @@ def test_a_task_stops_at_the_flag_without_reading_on(tmp_path):
     assert pulled == [0] and _files(str(out)) == [STOP_FLAG]
 
 
-def test_an_error_that_is_no_marker_still_fails_the_task(tmp_path):
-    plans = [ColumnPlan("ts", "int64", "timestamp")]
+def test_a_value_the_encoding_cannot_hold_is_reported_too(tmp_path):
+    plans = [ColumnPlan("ts", "int64", "timestamp", spark_type="timestamp")]
     task = TaskWriter(str(tmp_path / "attempt"), plans, compression=None, hashes=[],
                       size_limit=None, fill=False, storage_options=None)
     batch = pa.RecordBatch.from_pydict({"ts": pa.array([dt.datetime(2300, 1, 1)], pa.timestamp("us"))})
-    with pytest.raises(ValueError, match="out of range for int64 nanoseconds"):
-        list(task(iter([batch])))
+    row = _result(task(iter([batch])))
+    assert "EncodingError: column 'ts': timestamp value out of range for int64" in row["failure"]
+
+
+def test_a_storage_error_still_fails_the_task(tmp_path):
+    """Spark retries a failed task (spark.task.maxFailures): right for storage errors."""
+    blocker = tmp_path / "attempt"
+    blocker.write_bytes(b"a file where the attempt directory should be")
+    with pytest.raises(OSError):
+        list(_writer(str(blocker))(iter([_batch([1], ["a"])])))
 
 
 def _jobs(spark: Any) -> dict[int, tuple[str, int, int]]:
@@ -114,5 +122,5 @@ def test_write_jobs_that_meet_markers_fail_and_cancel_no_spark_task(spark, cache
     with pytest.raises(NullValuesError, match=r"'s': 1 row\(s\)"):
         materialize(nulls, cache_dir)
     jobs = {k: v for k, v in _jobs(spark).items() if k not in before}
-    assert len(jobs) >= 4  # two write jobs, the aggregate, the failed write and its count
+    assert len(jobs) >= 4  # two writes and the aggregate between, the null write and its count
     assert set(jobs.values()) == {("SUCCEEDED", 0, 0)}

@@ -1,7 +1,7 @@
 """What a materialization write job's outcome means (split from :mod:`petastream.spark.materializer`).
 
-Tasks report their choices, and the markers they met, in their result rows
-(:mod:`petastream.spark._task`). Here: whether a task met a marker (:func:`check_markers`),
+Tasks report their choices, and the data errors they met (markers among them), in their
+result rows (:mod:`petastream.spark._task`). Here: whether a task met one (:func:`check_task_errors`),
 whether the tasks' array encodings agree (:func:`check_agreement`), and what a failed job
 becomes (:func:`job_failure`): a :class:`Retry` with changed plans, the clear error a marker
 names (nulls, empty arrays), or Spark's error with the task's own message.
@@ -24,7 +24,7 @@ from petastream.spark._task import (
 )
 from petastream.spark.schema import ColumnPlan, count_nulls, empty_error, null_error, with_length
 
-__all__ = ["Retry", "TaskMarkers", "check_markers", "check_agreement", "job_failure"]
+__all__ = ["Retry", "TaskErrors", "check_task_errors", "check_agreement", "job_failure"]
 
 
 class Retry(Exception):
@@ -37,17 +37,17 @@ class Retry(Exception):
         self.infer = infer
 
 
-class TaskMarkers(Exception):
-    """Tasks of a write job met markers; the message holds their errors, one a line, as
+class TaskErrors(Exception):
+    """Tasks of a write job met data errors; the message holds them, one a line, as
     ``module.Error: message`` (what :func:`job_failure` reads in Spark's exception text)."""
 
 
-def check_markers(rows: list[dict[str, Any]]) -> None:
-    """Raise :class:`TaskMarkers` when a task reported a marker (the tasks that only stopped
-    because of it say :data:`~petastream.spark._task.STOPPED`)."""
+def check_task_errors(rows: list[dict[str, Any]]) -> None:
+    """Raise :class:`TaskErrors` when a task reported a data error (the tasks that only
+    stopped because of it say :data:`~petastream.spark._task.STOPPED`)."""
     failures = [r["failure"] for r in rows if r["failure"] and r["failure"] != STOPPED]
     if failures:
-        raise TaskMarkers("\n".join(failures))
+        raise TaskErrors("\n".join(failures))
 
 
 def check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> None:

@@ -16,13 +16,17 @@ reports a marker the driver recognises in its ``failure``, on: a null it may not
 one), a length other than the fixed one (:data:`LENGTH_MARKER`), or a first batch whose arrays
 are all null under ``'fill'`` (:data:`UNKNOWN_MARKER`: no length to fill them to).
 
-Why a marker is a result and not a task failure: a failed task makes Spark cancel the job's
+Any other :class:`~petastream.errors.EncodingError` (a value the encoding cannot hold) is
+reported the same way: it comes from the data, so Spark's task retries cannot help; other
+errors (storage, memory) still fail the task, for Spark to retry it.
+
+Why a data error is a result and not a task failure: a failed task makes Spark cancel the job's
 running tasks, and a cancelled task that has already handed its Python worker back to the
 reuse pool can have that worker destroyed by Spark's kill timer while the *next* job's task
 uses it (the Python runner's MonitorThread does not check that the worker was released,
 SPARK-54217, present in pyspark 3.5 to 4.1): that next job (our rewrite after a marker, or the
 user's next job) fails with ``ClosedChannelException`` or "Python worker exited
-unexpectedly" on a loaded machine. So a task that meets a marker drops what it wrote,
+unexpectedly" on a loaded machine. So a task that meets a data error drops what it wrote,
 leaves :data:`STOP_FLAG` in the attempt directory and returns normally; the job's other tasks
 see the flag at their next batch (or at their start) and return :data:`STOPPED` the same way,
 as early as Spark's cancellation would have stopped them. Other errors still fail the task.
@@ -42,7 +46,7 @@ import numpy as np
 from petastream.errors import EncodingError
 
 __all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER", "EMPTY_MARKER",
-           "UNKNOWN_MARKER", "STOPPED", "STOP_FLAG", "marked", "find_marked", "is_marker_error"]
+           "UNKNOWN_MARKER", "STOPPED", "STOP_FLAG", "marked", "find_marked"]
 
 RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes long, "
                  "seconds double, encodings string, failure string")
@@ -54,10 +58,9 @@ LENGTH_MARKER = "petastream-length-changed"
 EMPTY_MARKER = "petastream-empty-arrays"
 #: Prefix of the task error for a first batch of null arrays only, under null_policy='fill'.
 UNKNOWN_MARKER = "petastream-length-unknown"
-_MARKERS = (NULL_MARKER, LENGTH_MARKER, EMPTY_MARKER, UNKNOWN_MARKER)
-#: A task's ``failure`` when it stopped because another task of its job met a marker.
+#: A task's ``failure`` when it stopped because another task of its job met a data error.
 STOPPED = "petastream-stopped"
-#: Left in the attempt directory by a task that met a marker: the job's other tasks stop.
+#: Left in the attempt directory by a task that met a data error: the job's other tasks stop.
 STOP_FLAG = "petastream-stop"
 #: Seconds between two looks for :data:`STOP_FLAG` (one stat, or one HEAD on object stores).
 _STOP_CHECK_INTERVAL = 1.0
@@ -124,11 +127,7 @@ class TaskWriter:
                 shards = writer.finish() if writer is not None else []
                 if shards:
                     writer.location.write_bytes_atomic("index.json", dump_index(shards))
-        except EncodingError as e:
-            if not is_marker_error(e):
-                if writer is not None:
-                    writer.abort()
-                raise
+        except EncodingError as e:  # from the data: reported, see the module's docstring
             failure = f"{type(e).__module__}.{type(e).__qualname__}: {e}"
             stop.raise_flag()
         except BaseException:
@@ -172,13 +171,8 @@ def marked(marker: str, name: str) -> str:
     return f"{marker} {json.dumps(name)}"
 
 
-def is_marker_error(e: BaseException) -> bool:
-    """Whether ``e`` is a task error the driver turns into a retry or a clear error."""
-    return isinstance(e, EncodingError) and any(m in str(e) for m in _MARKERS)
-
-
 class _StopFlag:
-    """:data:`STOP_FLAG` in the attempt directory: raised by a task that met a marker, looked
+    """:data:`STOP_FLAG` in the attempt directory: raised by a task that met a data error, looked
     for by the others at their first batch and then at most every
     :data:`_STOP_CHECK_INTERVAL` seconds."""
 
