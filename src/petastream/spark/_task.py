@@ -24,7 +24,7 @@ Why a data error is a result and not a task failure: a failed task makes Spark c
 running tasks, and a cancelled task that has already handed its Python worker back to the
 reuse pool can have that worker destroyed by Spark's kill timer while the *next* job's task
 uses it (the Python runner's MonitorThread does not check that the worker was released,
-SPARK-54217, present in pyspark 3.5 to 4.1): that next job (our rewrite after a marker, or the
+SPARK-54217; so in pyspark 4.1.4, read in its bytecode): that next job (our rewrite after a marker, or the
 user's next job) fails with ``ClosedChannelException`` or "Python worker exited
 unexpectedly" on a loaded machine. So a task that meets a data error drops what it wrote,
 leaves :data:`STOP_FLAG` in the attempt directory and returns normally; the job's other tasks
@@ -50,7 +50,7 @@ __all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER", "EMPTY
 
 RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes long, "
                  "seconds double, encodings string, failure string")
-#: Prefix of the task error for a null value; the driver recognises it in Spark's exception.
+#: Prefix of the task error for a null value; the driver recognises it in the task's ``failure``.
 NULL_MARKER = "petastream-null-values"
 #: Prefix of the task error for an array length that differs from the one the task chose.
 LENGTH_MARKER = "petastream-length-changed"
@@ -180,11 +180,14 @@ class _StopFlag:
         self.url = url
         self.storage_options = storage_options
         self.next_check = 0.0
+        self.location: Any = None
 
     def _location(self) -> Any:
-        from petastream.mds.storage import resolve
+        if self.location is None:
+            from petastream.mds.storage import resolve
 
-        return resolve(self.url, self.storage_options)
+            self.location = resolve(self.url, self.storage_options)
+        return self.location
 
     def raised(self) -> bool:
         now = time.monotonic()
@@ -204,7 +207,7 @@ class _StopFlag:
 
 
 def find_marked(marker: str, text: str) -> str | None:
-    """The column named after ``marker`` in ``text`` (Spark's exception text), or None."""
+    """The column named after ``marker`` in ``text`` (the tasks' reported failures), or None."""
     found = re.search(re.escape(marker) + r' ("(?:[^"\\]|\\.)*")', text)
     return json.loads(found.group(1)) if found else None
 
