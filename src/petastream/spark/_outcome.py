@@ -1,10 +1,10 @@
 """What a materialization write job's outcome means (split from :mod:`petastream.spark.materializer`).
 
-Tasks report their choices in their result rows and fail with markers the driver finds in
-Spark's exception text (:mod:`petastream.spark._task`). Here: whether the tasks' array
-encodings agree (:func:`check_agreement`), and what a failed job becomes
-(:func:`job_failure`): a :class:`Retry` with changed plans, the clear error a marker names
-(nulls, empty arrays), or Spark's error with the task's own message.
+Tasks report their choices, and the data errors they met (markers among them), in their
+result rows (:mod:`petastream.spark._task`). Here: whether a task met one (:func:`check_task_errors`),
+whether the tasks' array encodings agree (:func:`check_agreement`), and what a failed job
+becomes (:func:`job_failure`): a :class:`Retry` with changed plans, the clear error a marker
+names (nulls, empty arrays), or Spark's error with the task's own message.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from petastream.spark._task import (
     EMPTY_MARKER,
     LENGTH_MARKER,
     NULL_MARKER,
+    STOPPED,
     UNKNOWN_MARKER,
     find_marked,
 )
 from petastream.spark.schema import ColumnPlan, count_nulls, empty_error, null_error, with_length
 
-__all__ = ["Retry", "check_agreement", "job_failure"]
+__all__ = ["Retry", "TaskErrors", "check_task_errors", "check_agreement", "job_failure"]
 
 
 class Retry(Exception):
@@ -34,6 +35,19 @@ class Retry(Exception):
         super().__init__(why)
         self.plans = plans
         self.infer = infer
+
+
+class TaskErrors(Exception):
+    """Tasks of a write job met data errors; the message holds them, one a line, as
+    ``module.Error: message`` (what :func:`job_failure` reads in Spark's exception text)."""
+
+
+def check_task_errors(rows: list[dict[str, Any]]) -> None:
+    """Raise :class:`TaskErrors` when a task reported a data error (the tasks that only
+    stopped because of it say :data:`~petastream.spark._task.STOPPED`)."""
+    failures = [r["failure"] for r in rows if r["failure"] and r["failure"] != STOPPED]
+    if failures:
+        raise TaskErrors("\n".join(failures))
 
 
 def check_agreement(plans: list[ColumnPlan], rows: list[dict[str, Any]]) -> None:

@@ -10,11 +10,26 @@ Array columns left to the tasks (``kind='list_auto'``, the default one-pass mode
 on the task's first non-empty batch: one length ``n`` over its non-null arrays gives
 ``ndarray:<dtype>:<n>``, several lengths give ``ndarray:<dtype>``; the task reports its choice
 (``encodings``) and the driver checks that all tasks agree. Nulls inside arrays, and with a
-fixed length null arrays too, are filled here under ``null_policy='fill'``. A task fails, with
-a marker the driver recognises in Spark's exception text, on: a null it may not fill
+fixed length null arrays too, are filled here under ``null_policy='fill'``. A task stops, and
+reports a marker the driver recognises in its ``failure``, on: a null it may not fill
 (:data:`NULL_MARKER`), an empty array (:data:`EMPTY_MARKER`: the ndarray encoding cannot store
 one), a length other than the fixed one (:data:`LENGTH_MARKER`), or a first batch whose arrays
 are all null under ``'fill'`` (:data:`UNKNOWN_MARKER`: no length to fill them to).
+
+Any other :class:`~petastream.errors.EncodingError` (a value the encoding cannot hold) is
+reported the same way: it comes from the data, so Spark's task retries cannot help; other
+errors (storage, memory) still fail the task, for Spark to retry it.
+
+Why a data error is a result and not a task failure: a failed task makes Spark cancel the job's
+running tasks, and a cancelled task that has already handed its Python worker back to the
+reuse pool can have that worker destroyed by Spark's kill timer while the *next* job's task
+uses it (the Python runner's MonitorThread does not check that the worker was released,
+SPARK-54217; so in pyspark 4.1.4, read in its bytecode): that next job (our rewrite after a marker, or the
+user's next job) fails with ``ClosedChannelException`` or "Python worker exited
+unexpectedly" on a loaded machine. So a task that meets a data error drops what it wrote,
+leaves :data:`STOP_FLAG` in the attempt directory and returns normally; the job's other tasks
+see the flag at their next batch (or at their start) and return :data:`STOPPED` the same way,
+as early as Spark's cancellation would have stopped them. Other errors still fail the task.
 """
 
 from __future__ import annotations
@@ -31,11 +46,11 @@ import numpy as np
 from petastream.errors import EncodingError
 
 __all__ = ["TaskWriter", "RESULT_SCHEMA", "NULL_MARKER", "LENGTH_MARKER", "EMPTY_MARKER",
-           "UNKNOWN_MARKER", "marked", "find_marked"]
+           "UNKNOWN_MARKER", "STOPPED", "STOP_FLAG", "marked", "find_marked"]
 
 RESULT_SCHEMA = ("partition int, sub string, samples long, shards int, bytes long, "
-                 "seconds double, encodings string")
-#: Prefix of the task error for a null value; the driver recognises it in Spark's exception.
+                 "seconds double, encodings string, failure string")
+#: Prefix of the task error for a null value; the driver recognises it in the task's ``failure``.
 NULL_MARKER = "petastream-null-values"
 #: Prefix of the task error for an array length that differs from the one the task chose.
 LENGTH_MARKER = "petastream-length-changed"
@@ -43,6 +58,12 @@ LENGTH_MARKER = "petastream-length-changed"
 EMPTY_MARKER = "petastream-empty-arrays"
 #: Prefix of the task error for a first batch of null arrays only, under null_policy='fill'.
 UNKNOWN_MARKER = "petastream-length-unknown"
+#: A task's ``failure`` when it stopped because another task of its job met a data error.
+STOPPED = "petastream-stopped"
+#: Left in the attempt directory by a task that met a data error: the job's other tasks stop.
+STOP_FLAG = "petastream-stop"
+#: Seconds between two looks for :data:`STOP_FLAG` (one stat, or one HEAD on object stores).
+_STOP_CHECK_INTERVAL = 1.0
 
 _NS_PER = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _NS_PER_DAY = 86_400 * 1_000_000_000
@@ -80,10 +101,16 @@ class TaskWriter:
         plans = self.plans
         writer = None
         samples = 0
+        shards: list[dict[str, Any]] = []
+        failure = ""
+        stop = _StopFlag(self.url, self.storage_options)
         try:
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
+                if stop.raised():
+                    failure = STOPPED
+                    break
                 if writer is None:
                     plans = _resolve_auto(plans, batch, self.fill)
                     columns = {p.name: p.encoding for p in plans}
@@ -96,23 +123,32 @@ class TaskWriter:
                                        storage_options=self.storage_options)
                 writer.write_columns(cols)
                 samples += batch.num_rows
-            shards = writer.finish() if writer is not None else []
-            if writer is not None and shards:
-                writer.location.write_bytes_atomic("index.json", dump_index(shards))
+            if not failure:
+                shards = writer.finish() if writer is not None else []
+                if writer is not None and shards:
+                    writer.location.write_bytes_atomic("index.json", dump_index(shards))
+        except EncodingError as e:  # from the data: reported, see the module's docstring
+            failure = f"{type(e).__module__}.{type(e).__qualname__}: {e}"
+            stop.raise_flag()
         except BaseException:
             if writer is not None:
                 writer.abort()
             raise
+        if failure:  # this attempt will be discarded: nothing of this task is kept
+            if writer is not None:
+                writer.abort()
+            samples, shards = 0, []
         nbytes = sum((s["zip_data"] or s["raw_data"])["bytes"] for s in shards)
         yield pa.RecordBatch.from_pydict(
             {"partition": [partition], "sub": [sub if shards else ""], "samples": [samples],
              "shards": [len(shards)], "bytes": [nbytes],
              "seconds": [time.perf_counter() - start],
-             "encodings": [json.dumps({p.name: p.encoding for p in plans})]},
+             "encodings": [json.dumps({p.name: p.encoding for p in plans})],
+             "failure": [failure]},
             schema=pa.schema([("partition", pa.int32()), ("sub", pa.string()),
                               ("samples", pa.int64()), ("shards", pa.int32()),
                               ("bytes", pa.int64()), ("seconds", pa.float64()),
-                              ("encodings", pa.string())]),
+                              ("encodings", pa.string()), ("failure", pa.string())]),
         )
 
     def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
@@ -135,8 +171,43 @@ def marked(marker: str, name: str) -> str:
     return f"{marker} {json.dumps(name)}"
 
 
+class _StopFlag:
+    """:data:`STOP_FLAG` in the attempt directory: raised by a task that met a data error, looked
+    for by the others at their first batch and then at most every
+    :data:`_STOP_CHECK_INTERVAL` seconds."""
+
+    def __init__(self, url: str, storage_options: dict | None):
+        self.url = url
+        self.storage_options = storage_options
+        self.next_check = 0.0
+        self.location: Any = None
+
+    def _location(self) -> Any:
+        if self.location is None:
+            from petastream.mds.storage import resolve
+
+            self.location = resolve(self.url, self.storage_options)
+        return self.location
+
+    def raised(self) -> bool:
+        now = time.monotonic()
+        if now < self.next_check:
+            return False
+        self.next_check = now + _STOP_CHECK_INTERVAL
+        try:
+            return bool(self._location().exists(STOP_FLAG))
+        except Exception:  # the flag only saves work; a storage hiccup must not fail a task
+            return False
+
+    def raise_flag(self) -> None:
+        try:
+            self._location().write_bytes_atomic(STOP_FLAG, b"")
+        except Exception:  # the other tasks then write in vain, but the outcome is the same
+            pass
+
+
 def find_marked(marker: str, text: str) -> str | None:
-    """The column named after ``marker`` in ``text`` (Spark's exception text), or None."""
+    """The column named after ``marker`` in ``text`` (the tasks' reported failures), or None."""
     found = re.search(re.escape(marker) + r' ("(?:[^"\\]|\\.)*")', text)
     return json.loads(found.group(1)) if found else None
 

@@ -18,8 +18,9 @@ agree before it merges anything; a column they disagree on (or whose length chan
 task) is written again as variable-length, and the first attempt is discarded unpublished, so
 a dataset never reads as complete with a wrong layout. ``array_lengths='infer'`` adds one
 aggregate job before the write instead (see :mod:`petastream.spark.schema`). A null met by a
-task under ``null_policy='error'`` fails the job; the driver then counts nulls with one
-aggregate job to name the columns.
+task under ``null_policy='error'`` ends the job (the task reports it in its result row and the
+other tasks stop: no Spark task fails, see :mod:`petastream.spark._task`); the driver then
+counts nulls with one aggregate job to name the columns.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
-from petastream.spark._outcome import Retry, check_agreement, job_failure
+from petastream.spark._outcome import Retry, check_agreement, check_task_errors, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
     ColumnPlan,
@@ -373,6 +374,7 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
     try:
         rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
+        check_task_errors(rows)  # data errors are results, not failed tasks: see _task
         check_agreement(plans, rows)
         subs = [r["sub"] for r in rows if r["sub"]]
         if not subs:
