@@ -41,16 +41,10 @@ PARITY = {
     "compat/tf_utils.py": {"RuntimeError": 1},
     "compat/weighted_sampling_reader.py": {"ValueError": 5},
 }
-# The loader path (pipeline/, torch/, tf/) moves to the error classes in its own refactoring:
-# at most these bare raises are left there; shrink the numbers as they go.
-LOADER_PATH_PENDING = {
-    "pipeline/driver.py": {"TypeError": 1},  # len() of a loader that repeats forever
-    "source.py": {"IndexError": 1},  # read_ids: OutOfRangeError
-}
-# Exception classes that are not PetastreamErrors: internal control flow that never leaves
-# its module, and the loader path's classes that errors.py now defines (pending the switch).
-NOT_ERRORS = {("spark/_outcome.py", "Retry"), ("pipeline/procpool/worker.py", "_Stopped")}
-LOADER_PATH_CLASSES = {("pipeline/procpool/arena.py", "ArenaError")}
+# Exception classes that are not PetastreamErrors: internal control flow that never reaches a
+# caller (the materializer turns TaskErrors into a MaterializationError, as Spark's own error).
+NOT_ERRORS = {("spark/_outcome.py", "Retry"), ("spark/_outcome.py", "TaskErrors"),
+              ("pipeline/procpool/worker.py", "_Stopped")}
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -75,13 +69,9 @@ def _bare_raises() -> dict[str, Counter[str]]:
 def test_bare_builtin_raises_are_only_the_listed_ones():
     found = _bare_raises()
     for rel, names in found.items():
-        if rel in LOADER_PATH_PENDING:
-            allowed = LOADER_PATH_PENDING[rel]
-            assert all(n <= allowed.get(name, 0) for name, n in names.items()), (rel, dict(names))
-        else:
-            assert dict(names) == PARITY.get(rel), (
-                f"{rel} raises bare {dict(names)}: raise a petastream.errors class (one that also "
-                "subclasses that builtin), or list a Petastorm parity raise in errors.py and here")
+        assert dict(names) == PARITY.get(rel), (
+            f"{rel} raises bare {dict(names)}: raise a petastream.errors class (one that also "
+            "subclasses that builtin), or list a Petastorm parity raise in errors.py and here")
     assert set(PARITY) <= set(found), "a parity entry lists raises that are gone: update errors.py"
 
 
@@ -95,6 +85,6 @@ def test_exception_classes_derive_from_petastream_error():
             if not isinstance(node, ast.ClassDef) or rel == "errors.py":
                 continue
             bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
-            if bases & BUILTIN_ERRORS and not bases & ours and (rel, node.name) not in NOT_ERRORS | LOADER_PATH_CLASSES:
+            if bases & BUILTIN_ERRORS and not bases & ours and (rel, node.name) not in NOT_ERRORS:
                 bad.append((rel, node.name, sorted(bases)))
     assert not bad, f"exception classes outside the PetastreamError tree: {bad}"

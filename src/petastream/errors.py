@@ -41,8 +41,9 @@ NullValuesError (ValueError),
 MaterializationError (RuntimeError)
 PipelineError (RuntimeError),             the loader pipeline's: a pass that broke an
 WorkerDiedError (PipelineError),          invariant, a worker that died owing batches, an
-SupersededError (StateError),             iterator a newer one took over, no shared memory
-ArenaError (OSError)
+SupersededError (StateError),             iterator a newer one took over, no shared memory,
+ArenaError (OSError),                     len() of a loader that repeats forever
+UnsizedError (TypeError)
 EncodingTypeError, EncodingOverflowError, Mosaic parity: a builtin Mosaic raises for the same
 EncodedSizeError, MissingColumnError,     input, besides ours (see above)
 UnknownEncodingError,
@@ -145,6 +146,7 @@ __all__ = [
     "MaterializationError",
     "PipelineError",
     "SupersededError",
+    "UnsizedError",
     "WorkerDiedError",
     "ArenaError",
     "EncodingTypeError",
@@ -265,6 +267,11 @@ class PipelineError(PetastreamError, RuntimeError):
 
 class WorkerDiedError(PipelineError):
     """A decode worker (thread or process) exited while it owed batches."""
+
+
+class UnsizedError(PetastreamError, TypeError):
+    """``len()`` of a loader that repeats forever: a ``TypeError``, what ``len()`` raises for
+    any unsized object (Lightning and PyTorch check for it)."""
 
 
 class SupersededError(StateError):

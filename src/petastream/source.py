@@ -38,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 
 __all__ = ["Source", "is_source", "open_source", "read_ids"]
 
@@ -53,8 +53,10 @@ class Source(Protocol):
     shard_sizes: np.ndarray
     #: Cumulative ``shard_sizes``, length ``num_shards + 1``.
     shard_offsets: np.ndarray
-    #: Bytes a shard takes once fetched and decoded-ready, bounded by ``cache_limit``; None: no limit.
-    cache_limit: int | None
+    @property
+    def cache_limit(self) -> int | None:
+        """Bytes the cache the shards are fetched into may hold (None: no limit)."""
+        ...
 
     def __len__(self) -> int: ...
 
@@ -165,7 +167,7 @@ def read_ids(source: Source, ids: np.ndarray, columns: Sequence[str] | None = No
     ids = np.asarray(ids, dtype=np.int64)
     n = len(source)
     if len(ids) and (ids.min() < 0 or ids.max() >= n):
-        raise IndexError(f"sample ids out of range for {source.url} ({n} samples)")
+        raise OutOfRangeError(f"sample ids out of range for {source.url} ({n} samples)")
     if not len(ids):
         return source.read_shard(0, ids, columns) if source.num_shards else {}
     groups = group_by_shard(ids, source.shard_offsets)

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from petastream.errors import InvalidArgumentError, SupersededError
+from petastream.errors import InvalidArgumentError, SupersededError, UnsizedError
 from petastream.stream import EpochPlan, StreamPlanner
 
 __all__ = ["EpochDriver", "PassRun", "SupersededError"]
@@ -84,7 +84,7 @@ class EpochDriver:
 
     def __len__(self) -> int:
         if self.num_epochs is None:
-            raise TypeError(f"this loader repeats forever (num_epochs=None), so it has no length; "
+            raise UnsizedError(f"this loader repeats forever (num_epochs=None), so it has no length; "
                             f"an epoch is {self.batches_per_epoch} batches (loader.batches_per_epoch)")
         return self.batches_per_epoch * self.num_epochs
 

@@ -116,7 +116,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
         # What rebuilds the loader where this dataset is unpickled (DataLoader workers started
         # with spawn or forkserver): the opened source (it pickles by reopening) and the rest.
         ld = self._loader
-        self._args = dict(dataset=ld.dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
+        self._args: dict[str, Any] = dict(dataset=ld.dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
                           drop_last=drop_last, columns=columns, num_workers=1, rank=ld.planner.rank,
                           world_size=ld.planner.world_size, block_size=block_size, window=window,
                           transform=transform, logical_types=logical_types, readahead=readahead)

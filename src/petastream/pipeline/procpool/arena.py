@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from petastream.errors import ArenaError
+
 __all__ = ["Arena", "ArenaError", "Layout", "Strings", "pack_strings"]
 
 ALIGN = 64  # TensorFlow wraps numpy memory without a copy only at EIGEN_MAX_ALIGN_BYTES (64)
@@ -81,10 +83,6 @@ def pack_strings(a: np.ndarray) -> Strings | None:
     offsets = np.frombuffer(offsets, np.int32, len(arr) + 1).astype(np.int64)
     data = np.frombuffer(data, np.uint8, int(offsets[-1])) if data is not None else np.zeros(0, np.uint8)
     return Strings(data, offsets[:-1].reshape(a.shape), np.diff(offsets).reshape(a.shape))
-
-
-class ArenaError(OSError):
-    """No room for an arena in ``/dev/shm`` (or, without one, the temporary directory)."""
 
 
 def _round_up(n: int, to: int) -> int:
