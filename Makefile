@@ -21,9 +21,10 @@ docs: venv
 lint: venv
 	.venv/bin/ruff check src tests benchmarks examples
 
-# mypy over src/ with pyproject.toml's [tool.mypy]. Not in .ci/run yet: the loader path
-# (pipeline/, torch/, tf/) still has errors to fix first.
+# mypy over src/ with pyproject.toml's [tool.mypy] (a CI gate: .ci/run), and the loader path's
+# no-private-reach check.
 typecheck: venv
+	.venv/bin/python scripts/check_reaches.py
 	.venv/bin/mypy
 
 bench: venv
