@@ -21,6 +21,10 @@ from petastream.mds.storage import resolve
 from petastream.mds.writer import write_mds
 from tests.servers import local_server
 
+# Every test here needs the cloud filesystems (s3fs, gcsfs, adlfs, fsspec's http: the 'cloud'
+# extra), which the minimum-versions environments do not install.
+pytestmark = pytest.mark.cloud
+
 N = 300
 DATA = {"id": np.arange(N), "s": np.array([f"v{i}" for i in range(N)], dtype=object)}
 
@@ -87,14 +91,12 @@ def _read_all_in_a_forked_child(url: str, cache_dir: str, **options: Any) -> Non
     assert got == list(range(N - 1, -1, -1))
 
 
-@pytest.mark.cloud
 def test_forked_child_reads_an_s3_dataset(s3_bucket, tmp_path):
     url = f"{s3_bucket}/fork"
     write_mds(DATA, url, size_limit=500, compression="zstd")
     _read_all_in_a_forked_child(url, str(tmp_path / "cache"))
 
 
-@pytest.mark.cloud
 def test_forked_child_reads_an_azure_blob_dataset(abfs_container, tmp_path):
     container, options = abfs_container
     url = f"{container}/fork"
