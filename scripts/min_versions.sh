@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The minimum-versions run (make test-min; CI): the declared lower bounds, installed exactly
-# (constraints-min.txt), run the core, MDS, CLI and classic Spark tests. Two environments:
+# (constraints-min.txt), run the core, MDS, Parquet, CLI and classic Spark tests. Two environments:
 #   .venv-min        numpy 1.x + the oldest pyarrow, pandas, pyspark, tqdm, ... of every extra
 #   .venv-min-np2    numpy 2.0 + pyarrow 16.0 (the oldest pyarrow built for numpy 2), core only
 # No torch or TensorFlow here (an old torch is a multi-GB download): their tests run in .venv.
@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 NUMPY2_PINS=(numpy==2.0.0 pyarrow==16.0.0)
 CORE_TESTS=(tests/mds tests/stream tests/test_import.py tests/pipeline/test_decode.py tests/test_cli.py
-            tests/pipeline/test_arena.py tests/pipeline/test_processes.py)
+            tests/pipeline/test_arena.py tests/pipeline/test_processes.py tests/test_sources.py
+            tests/parquet --ignore=tests/parquet/test_loaders.py --ignore=tests/parquet/test_spark.py)
 PYTEST=(-q -p no:cacheprovider -m "not cloud" --timeout 900)
 
 build() {  # build VENV CONSTRAINTS EXTRAS
