@@ -153,3 +153,11 @@ def test_no_module_on_the_loader_path_reaches_private_names(tmp_path):
                              env={"PETASTREAM_CHECK_ROOT": str(tmp_path / "src")})
     assert flagged.returncode == 1
     assert "imports private _spawn" in flagged.stdout and "reaches ld._reach" in flagged.stdout
+
+
+def test_the_convenience_functions_show_every_argument():
+    import petastream.tf as ptf
+    import petastream.torch as pt
+
+    assert _parameters(pt.loader) == _parameters(pt.TorchLoader.__init__)
+    assert list(inspect.signature(ptf.dataset).parameters) == _parameters(ptf.TFLoader.__init__)

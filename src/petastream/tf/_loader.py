@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -242,5 +243,8 @@ def _check_device(device: str | None) -> str | None:
 
 def dataset(url_or_dataset: Source | str, batch_size: int = 32, **kwargs: Any) -> tf.data.Dataset:
     """``TFLoader(url_or_dataset, batch_size, **kwargs).as_dataset()``: see :class:`TFLoader`
-    for every argument (this function's signature is its)."""
+    for every argument (editors and ``help()`` show them: the signature is TFLoader's)."""
     return TFLoader(url_or_dataset, batch_size, **kwargs).as_dataset()
+
+
+dataset.__signature__ = inspect.signature(TFLoader).replace(return_annotation="tf.data.Dataset")  # type: ignore[attr-defined]

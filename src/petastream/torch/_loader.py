@@ -139,7 +139,6 @@ class TorchLoader(BatchLoader):
                          stages=[_to_device(self.device)] if staged and self.device is not None else [])
 
 
-def loader(url_or_dataset: Source | str, batch_size: int = 32, **kwargs: Any) -> TorchLoader:
-    """``TorchLoader(url_or_dataset, batch_size, **kwargs)``: see :class:`TorchLoader` for every
-    argument."""
-    return TorchLoader(url_or_dataset, batch_size, **kwargs)
+#: ``petastream.torch.loader(url, batch_size, ...)``: the :class:`TorchLoader` itself, so that
+#: its signature (every argument) is the one editors and ``help()`` show.
+loader = TorchLoader
