@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmarks import peer_envs
 from benchmarks.harness import Floor, Result, epoch_result, report, save
+from benchmarks.torch_epoch import floor as torch_floor
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 from petastream import bench
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> list[Result]:
         data = make_data(workload, n)
         paths = prepare(workload, n, data)
         name = f"{NAME}/{workload}"
-        base = Floor(functools.partial(lambda d: bench.torch_floor(d, BATCH)[1], data))
+        base = Floor(functools.partial(torch_floor, data))  # the torch epoch's floor, same rows
         parquet = functools.partial(ParquetSource, paths["parquet"], **OPTIONS)
         rows = []
         for workers in (1, 2):

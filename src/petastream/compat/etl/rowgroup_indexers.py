@@ -30,7 +30,22 @@ def _column(rows: list[dict[str, Any]], column: str) -> list[Any]:
     return values
 
 
-class SingleFieldIndexer(RowGroupIndexerBase):
+class _OneField(RowGroupIndexerBase):
+    """An index of one column under one name (both of Petastorm's indexers)."""
+
+    _index_name: str
+    _column_name: str
+
+    @property
+    def index_name(self) -> str:
+        return self._index_name
+
+    @property
+    def column_names(self) -> list[str]:
+        return [self._column_name]
+
+
+class SingleFieldIndexer(_OneField):
     """Value -> row groups, for one field: a scalar (string, integer) or an array, whose every
     element is indexed."""
 
@@ -44,14 +59,6 @@ class SingleFieldIndexer(RowGroupIndexerBase):
         for value, pieces in other._index_data.items():
             self._index_data[value].update(pieces)
         return self
-
-    @property
-    def index_name(self) -> str:
-        return self._index_name
-
-    @property
-    def column_names(self) -> list[str]:
-        return [self._column_name]
 
     @property
     def indexed_values(self) -> list[Any]:
@@ -70,7 +77,7 @@ class SingleFieldIndexer(RowGroupIndexerBase):
         return self._index_data
 
 
-class FieldNotNullIndexer(RowGroupIndexerBase):
+class FieldNotNullIndexer(_OneField):
     """The row groups where a field is not null in at least one row."""
 
     def __init__(self, index_name: str, index_field: str) -> None:
@@ -82,14 +89,6 @@ class FieldNotNullIndexer(RowGroupIndexerBase):
         _check_same(self, other)
         self._index_data.update(other._index_data)
         return self
-
-    @property
-    def index_name(self) -> str:
-        return self._index_name
-
-    @property
-    def column_names(self) -> list[str]:
-        return [self._column_name]
 
     @property
     def indexed_values(self) -> list[Any]:
