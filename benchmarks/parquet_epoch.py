@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -107,6 +109,12 @@ def run(args: argparse.Namespace) -> list[Result]:
             rows.append(epoch_result(name, f"ParquetSource + torch.loader, {workers} thread(s)", n,
                                      loader_epochs(parquet, workers)))
             base.again()
+        cache = tempfile.mkdtemp(prefix="petastream-decoded-")
+        decoded = functools.partial(ParquetSource, paths["parquet"], cache_decoded=True, cache_dir=cache, **OPTIONS)
+        rows.append(epoch_result(name, "ParquetSource cache_decoded=True + torch.loader, 2 threads", n,
+                                 loader_epochs(decoded, 2)))
+        base.again()
+        shutil.rmtree(cache, ignore_errors=True)
         rows.append(epoch_result(name, "ParquetSource decode path, 1 thread", n, decode_epochs(parquet)))
         base.again()
         rows.append(epoch_result(name, "MDS decode path, 1 thread (reference)", n,

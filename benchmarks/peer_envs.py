@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,15 +175,18 @@ def reader_epochs(paths: dict, n: int, args, workers: int = 2) -> list[tuple[str
     workload's Parquet copy: Petastorm's, and petastream compat's (the same script)."""
     peers, repeat, timeout = _opts(args)
     runs = []
-    for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
-        if (peer or "compat") not in peers:
-            continue
-        cli = ["--impl", impl, "--parquet", paths["parquet"], "--rows", str(n), "--repeat", str(repeat),
-               "--workers", str(workers)]
-        res = run_runner("petastorm_reader_epoch.py", cli, peer, timeout)
-        note = "a reader and loader per epoch, as a script makes them"
-        if peer is None:
-            note += "; same script, import from petastream.compat"
-        runs.append((f"{impl} make_batch_reader+BatchedDataLoader, workers_count={workers}", res,
-                     note_for(res, note)))
+    for cached in (False, True):
+        for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
+            if (peer or "compat") not in peers:
+                continue
+            cli = ["--impl", impl, "--parquet", paths["parquet"], "--rows", str(n), "--repeat", str(repeat),
+                   "--workers", str(workers)]
+            with tempfile.TemporaryDirectory(prefix=f"{impl}-cache-") as cache:
+                res = run_runner("petastorm_reader_epoch.py", cli + (["--cache-dir", cache] if cached else []),
+                                 peer, timeout)
+            note = "a reader and loader per epoch, as a script makes them"
+            if peer is None:
+                note += "; same script, import from petastream.compat"
+            variant = f"{impl} make_batch_reader+BatchedDataLoader, workers_count={workers}"
+            runs.append((variant + (", cache_type='local-disk'" if cached else ""), res, note_for(res, note)))
     return runs

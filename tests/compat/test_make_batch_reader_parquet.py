@@ -133,3 +133,36 @@ def test_process_pool_reads_the_narrowed_plan(plain):
     ids = sorted(int(i) for b in batches for i in b["id"])
     assert ids == [i for i in range(300) if i % 7 == 0 and (50 <= i < 100 or 250 <= i < 300)]
     assert batches[0]["v"].shape[1:] == (2,)  # equal-length lists: one tensor per batch
+
+
+def test_local_disk_cache_keeps_decoded_row_groups(plain, tmp_path, monkeypatch):
+    # Petastorm's cache_type="local-disk" keeps decoded row groups on disk; here they are
+    # entries of the shard cache at cache_location, bounded by cache_size_limit.
+    from petastream.mds.cache import ShardCache
+
+    cache = str(tmp_path / "cache")
+    options = dict(cache_type="local-disk", cache_location="file://" + cache, cache_size_limit=1 << 30,
+                   cache_row_size_estimate=100, shuffle_row_groups=False, num_epochs=1)
+    with make_batch_reader(plain, shuffle_row_groups=False) as reader:
+        want = [tuple(b.id) for b in reader]
+    with make_batch_reader(plain, **options) as reader:
+        assert [tuple(b.id) for b in reader] == want
+    assert sum(f.key.startswith("pqd-") for f in ShardCache.at(cache).usage().files) == 6  # the row groups
+    decodes = []
+    real = pq.ParquetFile.read_row_group
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", lambda self, i, *a, **k: decodes.append(i) or real(
+        self, i, *a, **k))
+    with make_batch_reader(plain, **options) as reader:  # the next epoch's reader: no Parquet decoded
+        assert [tuple(b.id) for b in reader] == want
+    assert decodes == []
+
+
+def test_local_disk_cache_arguments_that_cannot_be_honoured(plain, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="cache_extra_settings=.*drop it"):
+        make_batch_reader(plain, cache_type="local-disk", cache_location=str(tmp_path), cache_size_limit=1 << 20,
+                          cache_row_size_estimate=10, cache_extra_settings={"cleanup": True})
+    with pytest.raises(InvalidArgumentError, match="cache_location='s3://b/c'.*local directory"):
+        make_batch_reader(plain, cache_type="local-disk", cache_location="s3://b/c", cache_size_limit=1 << 20,
+                          cache_row_size_estimate=10)
+    with pytest.raises(ValueError, match="Unknown cache_type: memory"):
+        make_batch_reader(plain, cache_type="memory")

@@ -58,3 +58,25 @@ def test_ragged_slice_is_a_view():
     for k in range(3):
         np.testing.assert_array_equal(s[k], r[k + 1])
     assert len(r.slice(2, 2)) == 0 and len(r.slice(0, 5)) == 5
+
+
+def test_pack_rows_is_the_inverse_of_split_rows():
+    from petastream.mds.columns import pack_rows, split_rows
+
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 37):
+        cols = {"id": np.arange(n, dtype=np.int64), "v": rng.random((n, 3, 2)).astype(np.float32),
+                "flag": (np.arange(n) % 2).astype(np.uint8), "h": rng.random(n).astype(np.float16)}
+        dtype = np.dtype([(k, c.dtype, c.shape[1:]) for k, c in cols.items()])
+        rows = pack_rows(cols, dtype)
+        assert rows.dtype == np.dtype((np.void, dtype.itemsize)) and len(rows) == n
+        table = rows.view(dtype)
+        for k, c in cols.items():
+            np.testing.assert_array_equal(table[k], c)
+        back = split_rows(rows, dtype, ["v", "id"])  # a subset, in another order
+        assert list(back) == ["v", "id"]
+        np.testing.assert_array_equal(back["v"], cols["v"])
+        assert back["v"].flags.c_contiguous
+    strided = np.arange(20, dtype=np.int32)[::2]  # views with other strides are packed too
+    dtype = np.dtype([("s", np.int32)])
+    np.testing.assert_array_equal(pack_rows({"s": strided}, dtype).view(dtype)["s"], strided)

@@ -18,7 +18,8 @@ from tests.parquet.helpers import assert_same, write_files
 @pytest.mark.parametrize("fetch", ["file", "row_group"])
 def test_cached_reads_equal_in_place_reads(pq_dir, tmp_path, fetch):
     cache_dir = str(tmp_path / "cache")
-    src = open_parquet(pq_dir, read_in_place=False, fetch=fetch, cache_dir=cache_dir, rows_per_shard=17)
+    src = open_parquet(pq_dir, read_in_place=False, fetch=fetch, cache_dir=cache_dir, rows_per_shard=17,
+                       cache_decoded=False)  # the files or ranges only (decoded copies: test_decoded)
     local = open_parquet(pq_dir, rows_per_shard=17)
     assert src.fetch == fetch
     ids = np.random.default_rng(5).permutation(N)

@@ -33,7 +33,8 @@ def _read_all(opener) -> int:
 @pytest.mark.timeout(300)
 def test_each_file_is_downloaded_once_per_node(s3_data, pq_dir, tmp_path):
     url, server = s3_data
-    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit="1gb", fetch="file")
+    # The files only (their decoded copies: test_decoded_row_groups_serve_later_readers_without_gets).
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit="1gb", fetch="file", cache_decoded=False)
     local = open_parquet(pq_dir)
     assert src.columns == local.columns and src.shard_sizes.tolist() == local.shard_sizes.tolist()
     assert src.cached_shard_bytes().sum() == sum(f.ref.size for f in src.plan.files)
@@ -56,7 +57,8 @@ def test_a_projection_fetches_row_group_ranges(s3_data, pq_dir, tmp_path):
     # Two of fourteen columns; but these tiny row groups' ranges are smaller than the footer
     # each entry keeps a copy of, so "auto" fetches whole files: ask for ranges.
     assert open_parquet(url, columns=["id", "s"], cache_dir=str(tmp_path / "cache")).fetch == "file"
-    src = open_parquet(url, columns=["id", "s"], cache_dir=str(tmp_path / "cache"), fetch="row_group")
+    src = open_parquet(url, columns=["id", "s"], cache_dir=str(tmp_path / "cache"), fetch="row_group",
+                       cache_decoded=False)
     local = open_parquet(pq_dir, columns=["id", "s"])
     server.reset()
     ids = np.random.default_rng(1).permutation(N)
@@ -74,6 +76,26 @@ def test_a_projection_fetches_row_group_ranges(s3_data, pq_dir, tmp_path):
 
 
 @pytest.mark.timeout(300)
+def test_decoded_row_groups_serve_later_readers_without_gets(s3_data, pq_dir, tmp_path):
+    url, server = s3_data
+    cache_dir = str(tmp_path / "cache")
+    src = open_parquet(url, cache_dir=cache_dir)  # remote: decoded copies kept by default
+    local = open_parquet(pq_dir)
+    ids = np.random.default_rng(2).permutation(N)
+    server.reset()
+    assert_same(src.read(ids), local.read(ids))
+    assert len(_parquet_gets(server)) == len(src.files)
+    cache = ShardCache.at(cache_dir)
+    files = [f.key for f in cache.usage().files if not f.key.startswith("pqd-")]
+    assert len(files) == len(src.files) and cache.usage().entries == len(src.files) + len(src.plan.units)
+    cache.remove(files)  # the Parquet bytes are gone: a later reader needs only the decoded rows
+    again = open_parquet(url, cache_dir=cache_dir)  # (which reads the footers)
+    server.reset()
+    assert_same(again.read(ids), local.read(ids))
+    assert _parquet_gets(server) == Counter()
+
+
+@pytest.mark.timeout(300)
 def test_a_cache_limit_below_the_data_bounds_the_cache(s3_data, pq_dir, tmp_path):
     url, server = s3_data
     probe = open_parquet(url, cache_dir=str(tmp_path / "probe"))
@@ -81,7 +103,7 @@ def test_a_cache_limit_below_the_data_bounds_the_cache(s3_data, pq_dir, tmp_path
     # Room for the file being read and the next one (read-ahead reaches into it), not three.
     limit = int(max(sizes) * 2.5)
     assert limit < sum(sizes)
-    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit=limit, fetch="file")
+    src = open_parquet(url, cache_dir=str(tmp_path / "cache"), cache_limit=limit, fetch="file", cache_decoded=False)
     local = open_parquet(pq_dir)
     cache = ShardCache.at(str(tmp_path / "cache"))
     server.reset()

@@ -79,7 +79,7 @@ def _mds_root(dataset_url_or_urls: Any, storage_options: dict | None) -> str | N
         return None
 
 
-def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache_limit: Any, filters: Any,
+def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict[str, Any], filters: Any,
                   predicate: Any, rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None,
                   null_policy: str) -> Any:
     """A :class:`~petastream.parquet.ParquetSource` of the rows Petastorm's batch reader reads
@@ -87,7 +87,7 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache_limit
     from petastream.compat._parquet_select import narrow_plan
     from petastream.parquet import ParquetSource
 
-    options = dict(storage_options=storage_options, cache_limit=cache_limit, null_policy=null_policy)
+    options = dict(storage_options=storage_options, null_policy=null_policy, **cache)
     source = ParquetSource(url_or_urls, filters=filters, **options)
     first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
     plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
@@ -96,6 +96,29 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache_limit
         return source
     source.close()
     return ParquetSource(plan.root_urls, plan=plan, **options)
+
+
+def _local_disk(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
+                cache_extra_settings: dict | None, cache_limit: Any) -> dict[str, Any]:
+    """The source options that honour Petastorm's cache arguments. ``"local-disk"``: decoded
+    row groups kept in the node's shard cache (Petastorm keeps decoded Arrow tables in a
+    ``diskcache`` directory), at ``cache_location``, bounded by ``cache_size_limit`` unless
+    petastream's own ``cache_limit`` is given; ``cache_row_size_estimate`` only sized
+    Petastorm's ``diskcache`` shards."""
+    if cache_type in (None, "null"):
+        return {"cache_limit": cache_limit}
+    if cache_extra_settings:
+        raise InvalidArgumentError(
+            f"cache_extra_settings={cache_extra_settings!r} configures Petastorm's diskcache, which petastream "
+            "does not use; drop it (the cache is bounded by cache_size_limit, and `petastream cache prune` "
+            "empties it)")
+    location = cache_location
+    if location is not None and location.startswith("file://"):
+        location = location[len("file://"):]
+    if location is not None and "://" in location:
+        raise InvalidArgumentError(f"cache_location={cache_location!r}: the cache is a local directory; pass a path")
+    return {"cache_decoded": True, "cache_dir": location,
+            "cache_limit": cache_limit if cache_limit is not None else cache_size_limit}
 
 
 def _select(columns: list[str], schema_fields: Any) -> list[str]:
@@ -265,7 +288,11 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
                       cache_limit: int | str | None = None, null_policy: str = "error") -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
 
-    ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)
+    ``cache_type="local-disk"`` keeps decoded row groups of Parquet files in the node's shard
+    cache (``cache_location``, default petastream's cache directory), so later epochs and
+    readers map them instead of decoding again (see :mod:`petastream.parquet.decoded`).
+    ``cache_limit`` (petastream's, bytes or ``"50gb"``; default ``cache_size_limit`` with
+    ``"local-disk"``, else ``$PETASTREAM_CACHE_LIMIT``)
     bounds the node's shard cache for remote or compressed datasets; the converter's
     ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through.
     ``null_policy`` (petastream's, Parquet only): ``"error"`` (a column with nulls is an error
@@ -283,6 +310,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     check_num_epochs("make_batch_reader", num_epochs)
     num_epochs = None if num_epochs is None else int(num_epochs)
+    cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_extra_settings, cache_limit)
     dataset: Any
     root = _mds_root(dataset_url_or_urls, storage_options)
     if root is not None:
@@ -291,9 +319,11 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
                 raise InvalidArgumentError(
                     f"{name} is not supported on an MDS dataset (what make_spark_converter writes); filter the "
                     "DataFrame before make_spark_converter (df.filter(...)) instead")
-        dataset = MDSDataset(root, storage_options=storage_options, cache_limit=cache_limit)
+        # An MDS dataset needs no decoding cache: its shards are read in place, or cached as they are.
+        dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
+                             cache_limit=cache["cache_limit"])
     else:
-        dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache_limit=cache_limit,
+        dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache=cache,
                                 filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
                                 cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy)
         cur_shard = shard_count = None  # the shard's row groups are the source's

@@ -122,6 +122,25 @@ def split_rows(rows: np.ndarray, dtype: np.dtype, wanted: Sequence[str]) -> dict
     return out
 
 
+def pack_rows(columns: dict[str, np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """The inverse of :func:`split_rows`: columns (one per field of the structured ``dtype``,
+    of its shape) as packed rows, one opaque ``V<row bytes>`` item each. Each column is
+    written as opaque items of its own size through a strided view (the fast copy, as there)."""
+    fields = dtype.fields
+    assert fields is not None
+    n = len(next(iter(columns.values()))) if columns else 0
+    rows = np.empty(n, dtype=np.dtype((np.void, dtype.itemsize)))
+    for name, col in columns.items():
+        field, offset = fields[name][:2]
+        if n == 0 or field.itemsize == 0:
+            continue
+        items = np.ndarray((n,), dtype=np.dtype((np.void, field.itemsize)), buffer=rows,
+                           offset=offset, strides=(dtype.itemsize,))
+        src = np.ascontiguousarray(col, dtype=field.base)
+        items[...] = src.reshape(n, -1).view(np.dtype((np.void, field.itemsize))).reshape(n)
+    return rows
+
+
 def _as_items(a: np.ndarray) -> np.ndarray | None:
     """A C-contiguous array of n-D rows as n opaque ``V<row bytes>`` items (fast to fancy-index)."""
     if a.ndim < 2 or a.dtype.hasobject or not a.flags.c_contiguous or a.dtype.itemsize == 0:

@@ -5,13 +5,17 @@ see :mod:`petastream.parquet.plan` for the layout decided at open, :mod:`~.filte
 ``filters``, :mod:`~.types` and :mod:`~.convert` for the column types (those of an MDS read of
 the same data), :mod:`~.fetch` for where bytes come from.
 
-Reads load a row group once (read with pyarrow, its kept rows selected, converted to numpy)
-and take rows from it with numpy, so reading its slices, or its rows over several chunks,
+Reads load a row group once (:mod:`~.load`: read with pyarrow, its kept rows selected,
+converted to numpy, its fixed-size columns packed row by row) and take rows from it with numpy, so reading its slices, or its rows over several chunks,
 decodes it once while it stays loaded. Loaded row groups are held (least recently used first
 out) within ``memory_limit``; the read-ahead the loaders announce (:meth:`prefetch`) loads the
 coming row groups on a small thread pool (pyarrow's decoding releases the GIL), with
 downloads into the shard cache for remote files, through
 :class:`petastream.mds.readahead.OpenShards` as an MDS dataset does.
+
+Decoded row groups (``cache_decoded``, :mod:`~.decoded`): the first read of a row group can
+store its decoded columns in the shard cache as an Arrow IPC file, which later epochs, ranks
+and worker processes of the node map instead of decoding the Parquet again.
 
 Shuffling: a loader's blocks cut shards into runs of ``block_size`` rows spread over a
 window; each row group a window touches is decoded when first needed. Keep a window's row
@@ -31,35 +35,27 @@ import numpy as np
 
 from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import (
-    CorruptShardError,
     InvalidArgumentError,
     OutOfRangeError,
     UnknownColumnError,
 )
 from petastream.mds.cache import ShardCache, default_cache_root
-from petastream.mds.columns import scatter_columns
+from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mds.readahead import OpenShards
 from petastream.mds.sizes import cache_limit_setting, parse_size
 from petastream.mds.storage import Location, resolve
-from petastream.parquet.convert import NULL_POLICIES, Text, constant, empty, prepare, take
+from petastream.parquet import decoded as decoded_cache
+from petastream.parquet.convert import NULL_POLICIES, empty, take
 from petastream.parquet.discover import discover
 from petastream.parquet.fetch import FilePins, Placement
 from petastream.parquet.filters import to_expression
+from petastream.parquet.load import Loaded, RowGroups
 from petastream.parquet.plan import Plan, Unit, check_unchanged, make_plan
 
 __all__ = ["ParquetSource"]
 
 _OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
 _MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
-
-
-class _Loaded:
-    """One loaded row group: its prepared columns (see :func:`petastream.parquet.convert.prepare`)."""
-
-    __slots__ = ("columns",)
-
-    def __init__(self, columns: dict[str, Any]):
-        self.columns = columns
 
 
 def _restore(plan: Plan, kwargs: dict[str, Any]) -> ParquetSource:
@@ -102,6 +98,12 @@ class ParquetSource:
     :class:`petastream.mds.dataset.MDSDataset`); ``fetch``: ``"file"`` (whole files),
     ``"row_group"`` (the column chunks read, per row group), or ``"auto"`` (row groups where
     the columns and row groups read are under half of the files' bytes).
+    ``cache_decoded``: keep each row group's decoded columns in the shard cache (see
+    :mod:`petastream.parquet.decoded`), so later epochs map them instead of decoding again:
+    True for every file, False for none; None (default) for the files that go through the
+    cache anyway (remote ones), not for local files read in place (a decoded copy of a local
+    table takes disk space the user did not ask for). Bounded by ``cache_limit`` with the rest
+    of the cache.
     ``validate``: check each cached file's footer against the one read at open.
     ``read_in_place``: None maps local files where they lie and caches FUSE mounts of remote
     storage (``/dbfs``, ``/Volumes``); True maps those in place too; False caches all.
@@ -126,6 +128,7 @@ class ParquetSource:
         array_lengths: Mapping[str, int | None] | None = None,
         null_policy: str = "error",
         fetch: str = "auto",
+        cache_decoded: bool | None = None,
         validate: bool = True,
         read_in_place: bool | None = None,
         prefetch_depth: int = 4,
@@ -148,7 +151,7 @@ class ParquetSource:
                 "array_lengths": array_lengths, "fetch": fetch if fetch != "auto" else None})
         self._setup(plan, roots, {
             "storage_options": storage_options, "cache_dir": cache_dir, "cache_limit": cache_limit,
-            "null_policy": null_policy, "validate": validate, "read_in_place": read_in_place,
+            "null_policy": null_policy, "cache_decoded": cache_decoded, "validate": validate, "read_in_place": read_in_place,
             "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
             "memory_limit": memory_limit})
 
@@ -164,10 +167,16 @@ class ParquetSource:
         self.null_policy = kwargs["null_policy"]
         self.placement = Placement(plan, roots, read_in_place=kwargs["read_in_place"],
                                    validate=kwargs["validate"])
+        decoded = kwargs["cache_decoded"]
+        if decoded not in (None, True, False):
+            raise InvalidArgumentError(f"cache_decoded={decoded!r}: use True, False or None (remote files only)")
         #: The node's shard cache directory (remote files; see :mod:`petastream.mds.cache`).
         self.cache_dir = os.path.abspath(os.path.expanduser(kwargs["cache_dir"] or default_cache_root()))
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(kwargs["cache_limit"])
+        self.row_groups = RowGroups(plan, self.placement, self.cache, self.cache_limit, self.null_policy, decoded,
+                                    on_fill=self._pin, on_pressure=self._pressure)
+        self._packed_dtype, self._row_item = self.row_groups.packed_dtype, self.row_groups.row_item
         self._specs = {s.name: s for s in plan.specs}
         #: Columns stored as another dtype than they mean: booleans, read as uint8, view as bool.
         self.logical_dtypes = {s.name: s.logical for s in plan.specs if s.logical}
@@ -179,7 +188,6 @@ class ParquetSource:
                                 depth=kwargs["prefetch_depth"], workers=kwargs["prefetch_workers"],
                                 cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
         self.cache.protect(self._keys_needed_soon)
-        self._metadata: dict[int, Any] = {}
         self._pins = FilePins()
         self._cached_bytes = self._shard_cache_bytes()
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
@@ -271,7 +279,16 @@ class ParquetSource:
                 raise OutOfRangeError(f"row ids out of range for shard {shard} of {size} rows")
             rows = ids + start
         loaded = self._open.get(int(self.plan.shard_unit[shard]))
-        return {c: take(loaded.columns[c], rows, self.strings) for c in wanted}
+        fixed = [c for c in wanted if c not in loaded.columns]
+        out = {}
+        if fixed:
+            if isinstance(rows, slice):  # views of the packed rows, as an MDS shard's
+                table = loaded.packed[rows].view(self._packed_dtype)
+                out = {c: table[c] for c in fixed}
+            else:
+                out = split_rows(loaded.packed[rows], self._packed_dtype, fixed)
+        out.update({c: take(loaded.columns[c], rows, self.strings) for c in wanted if c in loaded.columns})
+        return {c: out[c] for c in wanted}
 
     def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """Rows with global ``ids`` (any order, repeats allowed), one load per row group."""
@@ -289,14 +306,28 @@ class ParquetSource:
         return self.read_parts(groups, len(ids), columns)
 
     def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
-        """One block of ``n`` rows from several shards, each group's row ``j`` at ``positions[j]``."""
-        parts, positions = [], []
-        for g in groups:
-            parts.append(self.read_shard(g.shard, g.local_ids, columns))
-            positions.append(g.positions)
-        if not parts:
-            return {c: empty(self._specs[c], self.strings) for c in self._wanted(columns)}
-        return scatter_columns(parts, positions, n)
+        """One block of ``n`` rows from several shards, each group's row ``j`` at ``positions[j]``.
+
+        The fixed-size columns' packed rows are gathered straight into one table of ``n`` rows
+        and cut into contiguous columns (one gather and one scatter per row, not per column);
+        the other columns are taken per shard and scattered into place."""
+        wanted = self._wanted(columns)
+        groups = list(groups)
+        if not groups:
+            return {c: empty(self._specs[c], self.strings) for c in wanted}
+        fixed = [c for c in wanted if c in self._packed_dtype.names] if self._packed_dtype.names else []
+        other = [c for c in wanted if c not in fixed]
+        out: dict[str, Any] = {}
+        if fixed:
+            rows = np.empty(n, dtype=self._row_item)
+            for g in groups:
+                loaded = self._open.get(int(self.plan.shard_unit[g.shard]))
+                rows[g.positions] = loaded.packed[np.asarray(g.local_ids, dtype=np.int64) + self.plan.shard_start[g.shard]]
+            out = split_rows(rows, self._packed_dtype, fixed)
+        if other:
+            parts = [self.read_shard(g.shard, g.local_ids, other) for g in groups]
+            out.update(scatter_columns(parts, [g.positions for g in groups], n))
+        return {c: out[c] for c in wanted}
 
     # -- loading row groups ------------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:
@@ -357,81 +388,28 @@ class ParquetSource:
             size = self.placement.entry_bytes(units[0])
             bounds = np.round(np.concatenate([[0.0], np.cumsum(weight)]) / weight.sum() * size).astype(np.int64)
             out[shards] = np.diff(bounds)
+        for s in range(self.num_shards):  # and its share of its row group's decoded entry
+            u = int(plan.shard_unit[s])
+            if self.row_groups.decoded_keys[u] is not None:
+                unit = plan.units[u]
+                out[s] += decoded_cache.entry_size_estimate(unit) * int(plan.shard_sizes[s]) // max(1, unit.rows)
         return out
 
     def _cost(self, u: int) -> tuple[int, bool]:
         return self.plan.units[u].decoded, True  # memory: bounded by memory_limit's budgets
 
+    def _load(self, u: int, wait: bool) -> Loaded | None:
+        return self.row_groups.load(u, wait, self.strings)
+
     def _cheap(self, u: int) -> bool:
         return False  # a load decodes a row group: never in the asking thread
 
     def _keys_needed_soon(self) -> list[str]:
-        units = self.plan.units
-        return [self.placement.key(units[u]) for u in self._open.needed_soon()
-                if self.placement.local_path(units[u]) is None]
-
-    def _load(self, u: int, wait: bool) -> _Loaded | None:
-        """Read, select and convert row group ``u`` (None: ``wait`` False and no cache room)."""
-        import pyarrow as pa
-
-        unit = self.plan.units[u]
-        ref = self.plan.files[unit.file].ref
-        where = f"{ref.url}, row group {unit.row_group}"
-        path = self.placement.local_path(unit)
-        if path is not None:
-            self.placement.check_in_place(unit, path)
-            source: Any = pa.memory_map(path)
-            footer = source
-        else:
-            size = self.placement.entry_bytes(unit)
-            buf = self.cache.get(self.placement.key(unit), size, functools.partial(self.placement.fill, unit),
-                                 limit=self.cache_limit, wait=wait,
-                                 on_pressure=functools.partial(self._pressure, unit.file))
-            if buf is None:
-                return None
-            self._pin(unit, buf)
-            if len(buf) != size:
-                raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
-                                        "run `petastream cache prune --all` and read again")
-            source = self.placement.source(unit, buf)
-            footer = self.placement.footer(unit, buf)
-        table = self._read_row_group(unit, source, footer, where)
-        cols = {}
-        for spec in self.plan.specs:
-            if spec.partition:
-                value = ref.partition[[n for n, _ in self.plan.partition_fields].index(spec.name)]
-                cols[spec.name] = constant(spec, value, unit.rows, self.null_policy, where)
-            else:
-                cols[spec.name] = prepare(spec, table.column(spec.name), self.null_policy, where)
-            if self.strings == "objects" and isinstance(cols[spec.name], Text):
-                cols[spec.name].objects()  # here, in the read-ahead thread, not in the reader's
-        return _Loaded(cols)
-
-    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        read = self.plan.read_columns
-        try:
-            md = self._metadata.get(unit.file)
-            if md is None:
-                md = pq.read_metadata(footer)
-                if len(self._metadata) >= 64:
-                    self._metadata.clear()
-                self._metadata[unit.file] = md
-            table = pq.ParquetFile(source, metadata=md, pre_buffer=False).read_row_group(
-                unit.row_group, columns=read, use_threads=True) if read else None
-        except (pa.ArrowException, OSError) as e:
-            if isinstance(e, CorruptShardError):
-                raise
-            raise CorruptShardError(f"{where} cannot be read ({e}); the file is damaged or changed "
-                                    "since the source was opened") from e
-        if table is None:
-            return None
-        keep = unit.selection()
-        if keep is not None:
-            table = table.filter(pa.array(keep))
-        if table.num_rows != unit.rows:
-            raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
-                                    "changed since the source was opened")
-        return table
+        units, keys = self.plan.units, []
+        for u in self._open.needed_soon():
+            key = self.row_groups.decoded_keys[u]
+            if key is not None:
+                keys.append(key)
+            if self.placement.local_path(units[u]) is None:
+                keys.append(self.placement.key(units[u]))
+        return keys

@@ -1,0 +1,185 @@
+"""Loading one row group of a :class:`~petastream.parquet.source.ParquetSource`: its decoded
+copy from the shard cache (:mod:`~.decoded`), or its Parquet bytes (in place, or through the
+cache: :mod:`~.fetch`) read with pyarrow, its kept rows selected and its columns converted
+(:mod:`~.convert`).
+
+A loaded row group (:class:`Loaded`) holds its fixed-size columns (numbers, booleans, dates,
+timestamps, fixed-size arrays) packed row by row, as an MDS shard stores them: a shuffled read
+gathers each row once rather than once per column, and cuts the columns out of the gathered
+rows (:func:`petastream.mds.columns.split_rows`). Its other columns stay as
+:func:`~.convert.prepare` makes them.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from petastream.errors import CorruptShardError
+from petastream.mds.cache import ShardCache
+from petastream.mds.columns import pack_rows
+from petastream.mds.sizes import human
+from petastream.parquet import decoded as decoded_cache
+from petastream.parquet.convert import Text, constant, prepare
+from petastream.parquet.fetch import Placement
+from petastream.parquet.plan import Plan, Unit
+
+__all__ = ["Loaded", "RowGroups", "PACKED_KINDS"]
+
+#: Column kinds (:class:`~petastream.parquet.types.ColumnSpec`) of numpy values of one size.
+PACKED_KINDS = ("plain", "bool", "date", "timestamp", "fixed")
+
+
+class Loaded:
+    """One loaded row group: its fixed-size columns as packed rows (one opaque ``V<row
+    bytes>`` item per row), and its other columns (see :func:`~.convert.prepare`)."""
+
+    __slots__ = ("packed", "columns")
+
+    def __init__(self, packed: np.ndarray, columns: dict[str, Any]):
+        self.packed = packed
+        self.columns = columns
+
+
+class RowGroups:
+    """Loads the row groups of ``plan`` (see the module doc).
+
+    ``cache_decoded``: True, False, or None for the files read through the cache only.
+    ``on_fill(unit, buf)``: a row group's cached Parquet bytes were mapped (to keep them pinned);
+    ``on_pressure(file)``: the cache is full and a load waits for room.
+    """
+
+    def __init__(self, plan: Plan, placement: Placement, cache: ShardCache, cache_limit: int | None,
+                 null_policy: str, cache_decoded: bool | None,
+                 on_fill: Callable[[Unit, Any], None], on_pressure: Callable[[int], None]):
+        self.plan, self.placement, self.cache = plan, placement, cache
+        self.cache_limit, self.null_policy = cache_limit, null_policy
+        self._on_fill, self._on_pressure = on_fill, on_pressure
+        self._specs = {s.name: s for s in plan.specs}
+        #: How a loaded row group packs its fixed-size columns, and one packed row.
+        self.packed_dtype = np.dtype([(s.name, s.dtype, s.shape) for s in plan.specs if s.kind in PACKED_KINDS])
+        self.row_item = np.dtype((np.void, self.packed_dtype.itemsize))
+        self._fixed = list(self.packed_dtype.names or ())
+        self._others = [s.name for s in plan.specs if s.name not in self._fixed]
+        #: Per unit: the cache key of its decoded copy, or None (not kept; see cache_decoded).
+        self.decoded_keys = [
+            decoded_cache.decoded_key(plan, u, self.packed_dtype, null_policy) if plan.read_columns and (
+                cache_decoded or (cache_decoded is None and placement.local_path(u) is None)) else None
+            for u in plan.units]
+        self._metadata: dict[int, Any] = {}
+        self._warned_room = False
+
+    def load(self, u: int, wait: bool, strings: str) -> Loaded | None:
+        """Row group ``u``, loaded (None: ``wait`` False and no cache room for its bytes)."""
+        unit = self.plan.units[u]
+        where = f"{self.plan.files[unit.file].ref.url}, row group {unit.row_group}"
+        key = self.decoded_keys[u]
+        buf = self.cache.open(key) if key is not None else None
+        if key is not None and buf is not None:
+            stored = [c for c in self._others if c in self.plan.read_columns]
+            packed, table = decoded_cache.decode(self.cache.path(key), buf, unit.rows, self.row_item, stored, where)
+            return Loaded(packed, self._prepare(unit, table, self._others, where, strings))
+        found, table = self._decode(unit, wait, where)
+        if not found:
+            return None
+        cols = self._prepare(unit, table, self._fixed + self._others, where, strings)
+        packed = pack_rows({name: cols.pop(name) for name in self._fixed}, self.packed_dtype)
+        if len(packed) != unit.rows:  # no fixed-size column: rows of no bytes
+            packed = np.zeros(unit.rows, self.row_item)
+        if key is not None and table is not None:
+            self._keep_decoded(key, packed, table.select([c for c in self._others if c in self.plan.read_columns]))
+        return Loaded(packed, cols)
+
+    def _prepare(self, unit: Unit, table: Any, names: list[str], where: str, strings: str) -> dict[str, Any]:
+        """Columns ``names`` of a loaded row group, converted for reads (see :func:`prepare`)."""
+        ref = self.plan.files[unit.file].ref
+        cols = {}
+        for name in names:
+            spec = self._specs[name]
+            if spec.partition:
+                value = ref.partition[[n for n, _ in self.plan.partition_fields].index(spec.name)]
+                cols[name] = constant(spec, value, unit.rows, self.null_policy, where)
+            else:
+                cols[name] = prepare(spec, table.column(name), self.null_policy, where)
+            if strings == "objects" and isinstance(cols[name], Text):
+                cols[name].objects()  # here, in the read-ahead thread, not in the reader's
+        return cols
+
+    def _keep_decoded(self, key: str, packed: np.ndarray, table: Any) -> None:
+        """Store a decoded row group in the cache, if there is room now: keeping it is a saving
+        for later reads, never worth waiting for."""
+        parts = decoded_cache.encode(packed, table)
+        size = sum(len(p) for p in parts)
+        limit = self.cache_limit
+        if limit is not None and size > limit // 2:
+            if not self._warned_room:
+                self._warned_room = True
+                warnings.warn(
+                    f"cache_decoded: a decoded row group of {human(size)} takes more than half of "
+                    f"cache_limit={human(limit)}, so row groups are decoded again on every read; "
+                    "raise cache_limit, or read smaller row groups", UserWarning, stacklevel=2)
+            return
+
+        def fill(f: BinaryIO) -> None:
+            for part in parts:
+                f.write(part)
+
+        self.cache.get(key, size, fill, limit=limit, wait=False)
+
+    def _decode(self, unit: Unit, wait: bool, where: str) -> tuple[bool, Any]:
+        """``(False, None)`` when ``wait`` is False and the cache has no room for ``unit``'s
+        bytes; else ``(True, its decoded table)`` (None when only partition columns are read)."""
+        import pyarrow as pa
+
+        path = self.placement.local_path(unit)
+        if path is not None:
+            self.placement.check_in_place(unit, path)
+            source: Any = pa.memory_map(path)
+            footer = source
+        else:
+            size = self.placement.entry_bytes(unit)
+            buf = self.cache.get(self.placement.key(unit), size, functools.partial(self.placement.fill, unit),
+                                 limit=self.cache_limit, wait=wait,
+                                 on_pressure=functools.partial(self._on_pressure, unit.file))
+            if buf is None:
+                return False, None
+            self._on_fill(unit, buf)
+            if len(buf) != size:
+                raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
+                                        "run `petastream cache prune --all` and read again")
+            source = self.placement.source(unit, buf)
+            footer = self.placement.footer(unit, buf)
+        return True, self._read_row_group(unit, source, footer, where)
+
+    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        read = self.plan.read_columns
+        try:
+            md = self._metadata.get(unit.file)
+            if md is None:
+                md = pq.read_metadata(footer)
+                if len(self._metadata) >= 64:
+                    self._metadata.clear()
+                self._metadata[unit.file] = md
+            table = pq.ParquetFile(source, metadata=md, pre_buffer=False).read_row_group(
+                unit.row_group, columns=read, use_threads=True) if read else None
+        except (pa.ArrowException, OSError) as e:
+            if isinstance(e, CorruptShardError):
+                raise
+            raise CorruptShardError(f"{where} cannot be read ({e}); the file is damaged or changed "
+                                    "since the source was opened") from e
+        if table is None:
+            return None
+        keep = unit.selection()
+        if keep is not None:
+            table = table.filter(pa.array(keep))
+        if table.num_rows != unit.rows:
+            raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
+                                    "changed since the source was opened")
+        return table

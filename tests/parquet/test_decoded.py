@@ -1,0 +1,136 @@
+"""Decoded row groups in the shard cache (``cache_decoded``): later reads map them instead of
+decoding the Parquet again, with the same values; damaged entries are refused, never served."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from petastream.errors import CorruptShardError, InvalidArgumentError
+from petastream.mds.cache import ShardCache
+from petastream.parquet import open_parquet
+from tests.parquet.conftest import N
+from tests.parquet.helpers import assert_same, write_files
+
+
+@pytest.fixture
+def parquet_decodes(monkeypatch):
+    """Counts the row groups pyarrow decodes from Parquet bytes."""
+    calls = []
+    real = pq.ParquetFile.read_row_group
+
+    def counted(self, i, *args, **kwargs):
+        calls.append(i)
+        return real(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", counted)
+    return calls
+
+
+def _decoded_entries(cache_dir: str) -> list[str]:
+    return sorted(f.key for f in ShardCache.at(cache_dir).usage().files if f.key.startswith("pqd-"))
+
+
+def test_later_reads_map_the_decoded_row_groups(pq_dir, tmp_path, parquet_decodes):
+    cache_dir = str(tmp_path / "cache")
+    plain = open_parquet(pq_dir, rows_per_shard=17)
+    ids = np.random.default_rng(3).permutation(N)
+    want = plain.read(ids)
+    units = len(plain.plan.units)
+    parquet_decodes.clear()
+
+    first = open_parquet(pq_dir, rows_per_shard=17, cache_decoded=True, cache_dir=cache_dir)
+    assert_same(first.read(ids), want)  # every type of the fixture, decoded from Parquet
+    assert len(parquet_decodes) == units
+    assert len(_decoded_entries(cache_dir)) == units
+    usage = ShardCache.at(cache_dir).usage()
+    estimate = int(first.cached_shard_bytes().sum())
+    assert 0.5 * usage.bytes <= estimate <= 2 * usage.bytes, (estimate, usage.bytes)
+
+    parquet_decodes.clear()
+    first.close()  # a later epoch: the loaded row groups are dropped, their entries stay
+    assert_same(first.read(ids), want)
+    again = open_parquet(pq_dir, rows_per_shard=17, cache_decoded=True, cache_dir=cache_dir)
+    assert_same(again.read(ids), want)  # another reader of the node
+    assert parquet_decodes == []
+
+
+def test_local_files_are_not_copied_unless_asked(pq_dir, tmp_path):
+    cache_dir = str(tmp_path / "cache")
+    src = open_parquet(pq_dir, cache_dir=cache_dir)  # read in place: decoded every read, no copy
+    src.read(np.arange(N))
+    assert _decoded_entries(cache_dir) == [] and not src.cached_shard_bytes().any()
+    cached = open_parquet(pq_dir, cache_dir=cache_dir, read_in_place=False)  # through the cache: kept
+    cached.read(np.arange(N))
+    assert len(_decoded_entries(cache_dir)) == len(cached.plan.units)
+    off = open_parquet(pq_dir, cache_dir=str(tmp_path / "off"), read_in_place=False, cache_decoded=False)
+    off.read(np.arange(N))
+    assert _decoded_entries(str(tmp_path / "off")) == []
+    with pytest.raises(InvalidArgumentError, match="cache_decoded='yes'"):
+        open_parquet(pq_dir, cache_decoded="yes")
+
+
+def test_projections_and_filters_are_entries_of_their_own(pq_dir, tmp_path, parquet_decodes):
+    cache_dir = str(tmp_path / "cache")
+    options = dict(cache_decoded=True, cache_dir=cache_dir)
+    expr = pc.bit_wise_and(pc.field("id"), 1) == 0  # even ids: rows of every row group
+    cases = [dict(columns=["id", "s"]), dict(columns=["s", "id"]), dict(filters=expr), {}]
+    units = len(open_parquet(pq_dir).plan.units)
+    for case in cases:
+        src = open_parquet(pq_dir, **case, **options)
+        want = open_parquet(pq_dir, **case).read(np.arange(len(src)))
+        parquet_decodes.clear()
+        for _ in range(2):
+            assert_same(src.read(np.arange(len(src))), want)
+            src.close()
+        assert len(parquet_decodes) == units  # each once, the second pass from the cache
+    assert len(_decoded_entries(cache_dir)) == 4 * units
+
+
+def test_a_damaged_entry_is_refused(pq_dir, tmp_path):
+    cache_dir = str(tmp_path / "cache")
+    open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir).read(np.arange(N))
+    key = _decoded_entries(cache_dir)[0]
+    path = ShardCache.at(cache_dir).path(key)
+    with open(path, "r+b") as f:  # one byte of the data, not of the IPC structure
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0x01]))
+    src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)
+    with pytest.raises(CorruptShardError, match=f"decoded cache entry {path} .* digest differs.*cache prune"):
+        src.read(np.arange(N))
+    with open(path, "r+b") as f:
+        f.truncate(5)
+    src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)
+    with pytest.raises(CorruptShardError, match=f"decoded cache entry {path} .* damaged"):
+        src.read(np.arange(N))
+
+
+def test_no_room_for_a_decoded_copy_is_no_error(tmp_path, data):
+    root = str(tmp_path / "d")
+    write_files(data, root, files=1, row_group_size=N)
+    cache_dir = str(tmp_path / "cache")
+    # Room for the file (read through the cache) but not beside it for its decoded copy.
+    size = os.path.getsize(os.path.join(root, "part-00000.parquet"))
+    src = open_parquet(root, cache_decoded=True, read_in_place=False, cache_dir=cache_dir, cache_limit=size + 100)
+    with pytest.warns(UserWarning, match="cache_decoded: a decoded row group of .* raise cache_limit"):
+        for _ in range(2):
+            assert_same(src.read(np.arange(N)), open_parquet(root).read(np.arange(N)))
+            src.close()
+    assert ShardCache.at(cache_dir).usage().bytes <= size + 100 and _decoded_entries(cache_dir) == []
+
+
+def test_a_changed_file_is_not_read_from_its_old_entries(tmp_path, data):
+    root = str(tmp_path / "d")
+    write_files(data, root, files=1)
+    cache_dir = str(tmp_path / "cache")
+    open_parquet(root, cache_decoded=True, cache_dir=cache_dir).read(np.arange(N))
+    changed = data.set_column(0, "id", pc.add(data.column("id"), 1000))
+    write_files(changed, root, files=1)
+    got = open_parquet(root, cache_decoded=True, cache_dir=cache_dir).read(np.arange(N))
+    assert got["id"].tolist() == list(range(1000, 1000 + N))
