@@ -110,6 +110,37 @@ def test_a_worker_that_ends_short_is_an_error_not_a_hang():
     assert len(got) == 2
 
 
+def test_batches_cross_in_lists_in_order_and_bounded_and_an_error_comes_after_them():
+    import threading
+
+    from petastream.pipeline import threads
+
+    produced = []
+    gate = threading.Event()
+
+    def work(w, workers):  # 2 workers of 80 batches; worker 1 fails at batch 41
+        for i in range(w, 80, workers):
+            if i == 41:
+                raise KeyError("boom")
+            produced.append(i)
+            yield i, {"i": i}
+            if i == 40:
+                gate.set()
+
+    run = ThreadRun(work, 80, 2, 2)
+    first = next(run)
+    assert first == {"i": 0}
+    gate.wait(5)
+    time.sleep(0.2)  # the producers run ahead as far as their queues let them, no further
+    bound = 2 * (2 + 1) * threads._HANDOFF + 2 * threads._HANDOFF  # queued, being put, being built
+    assert len(produced) <= bound + 1
+    got = [first["i"]]
+    with pytest.raises(KeyError, match="boom"):
+        for b in run:
+            got.append(b["i"])
+    assert got == list(range(41))  # every batch before the error, in plan order
+
+
 def test_a_thread_that_dies_without_a_word_is_noticed(monkeypatch):
     def work(w, workers):
         yield 0, {"i": 0}

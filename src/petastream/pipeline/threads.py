@@ -3,8 +3,14 @@
 Decode is numpy gathers, zstd and Arrow work that release the GIL, so threads scale without
 the cost of pickling batches between processes. Worker ``w`` produces the pass's batches
 ``w, w+W, ...`` into its own bounded queue and the consumer takes batch ``t`` from queue
-``t % W``: batches come out in plan order with no reorder buffer, and memory is bounded by
-``W * (prefetch + 1)`` batches plus one decoded chunk per worker.
+``t % W``: batches come out in plan order with no reorder buffer.
+
+Batches cross a queue in lists of up to ``_HANDOFF`` (a worker puts what it has when the list
+is full, or at once when its queue is empty: the consumer is waiting): a queue's put and get
+wake the other thread, which then waits for the interpreter lock, and per batch of 1,024 small
+rows that hand-over cost as much as decoding the batch. Memory is bounded by
+``W * (prefetch + 1) * _HANDOFF`` batches (views of their decoded chunks, mostly) plus one
+decoded chunk per worker.
 
 Failure handling, so that nothing hangs:
 
@@ -19,6 +25,7 @@ Failure handling, so that nothing hangs:
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -33,6 +40,7 @@ __all__ = ["ThreadExecutor", "ThreadRun"]
 _LIVENESS_S = 0.5  # how often a waiting consumer checks that its producer is still alive
 _JOIN_S = 5.0
 _END = object()  # a worker's last item: it has produced everything it owes
+_HANDOFF = 8  # items per list a worker puts (see the module doc)
 
 
 class ThreadExecutor:
@@ -59,6 +67,7 @@ class ThreadRun:
         self._workers = max(1, min(num_workers, num_batches))
         self._order = PassOrder(num_batches, self._workers)
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=prefetch) for _ in range(self._workers)]
+        self._taken: list[collections.deque] = [collections.deque() for _ in range(self._workers)]
         self._stop = threading.Event()
         self._closed = False
         self._threads = [
@@ -91,6 +100,12 @@ class ThreadRun:
         return batch
 
     def _get(self, w: int) -> Any:
+        taken = self._taken[w]
+        if not taken:
+            taken.extend(self._get_list(w))
+        return taken.popleft()
+
+    def _get_list(self, w: int) -> list[Any]:
         q, th = self._queues[w], self._threads[w]
         while True:
             try:
@@ -112,6 +127,8 @@ class ThreadRun:
             return
         self._closed = True
         self._stop.set()
+        for taken in self._taken:
+            taken.clear()
         for q in self._queues:  # unblock producers waiting on a full queue
             while True:
                 try:
@@ -134,10 +151,15 @@ class ThreadRun:
 
     def _produce(self, work: Callable[[int, int], Iterator[tuple[int, Any]]], w: int) -> None:
         q = self._queues[w]
+        ready: list[Any] = []
         try:
             for item in work(w, self._workers):
-                if not self._put(q, item):
-                    return
-            self._put(q, _END)
-        except BaseException as e:  # handed to the consumer, who raises it
-            self._put(q, e)
+                ready.append(item)
+                if len(ready) >= _HANDOFF or q.empty():
+                    if not self._put(q, ready):
+                        return
+                    ready = []
+            ready.append(_END)
+        except BaseException as e:  # handed to the consumer (after the items before it), who raises it
+            ready.append(e)
+        self._put(q, ready)
