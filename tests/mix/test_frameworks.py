@@ -74,3 +74,34 @@ def test_tf_dataset_over_a_mixture(streams):
 
     ds = ptf.dataset(streams, 10, shuffle=True, seed=4, num_workers=2)
     _check([{k: v.numpy() for k, v in b.items()} for b in ds])
+
+
+def test_compat_make_batch_reader_over_a_mixture(streams, tmp_path):
+    # Petastorm's batch reader API over petastream.Stream items: each epoch the streams' shares;
+    # cur_shard/shard_count split them as ranks (the loaders' rule: equal batches per rank, the
+    # last global batch completed from the start of the epoch's order).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from petastream.compat import make_batch_reader
+    from petastream.errors import InvalidArgumentError
+
+    pq.write_table(pa.table(_rows(3, 30)), tmp_path / "c.parquet", row_group_size=7)
+    mixed = [*streams[:2], Stream(str(tmp_path / "c.parquet"), weight=None, choose=30)]
+    with make_batch_reader(mixed, num_epochs=2, seed=3) as reader:
+        batches = [b._asdict() for b in reader]
+    per_stream, _ = _shares(batches)
+    assert per_stream == {0: 90, 1: 120, 3: 60}  # two epochs of 45 + 60 + 30
+    with make_batch_reader(mixed) as reader:
+        first = next(iter(reader))
+    assert type(first).__name__ == "inferred_schema_view" and set(first._fields) == {"src", "i"}
+    ranks = []
+    for rank in range(2):
+        with make_batch_reader(mixed, num_epochs=1, cur_shard=rank, shard_count=2) as reader:  # seed from the data
+            ranks.append(_shares([b._asdict() for b in reader])[1])
+    assert sum(ranks[0].values()) == sum(ranks[1].values())
+    assert len(set(ranks[0]) | set(ranks[1])) == 45 + 40 + 30  # every sample of the epoch's shares
+    with pytest.raises(InvalidArgumentError, match="predicate applies to one dataset.*open_parquet"):
+        make_batch_reader(mixed, predicate=object())
+    with pytest.raises(InvalidArgumentError, match="wrap each URL in a petastream.Stream"):
+        make_batch_reader([mixed[0], str(tmp_path / "c.parquet")])

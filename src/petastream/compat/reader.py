@@ -98,6 +98,35 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict
     return ParquetSource(plan.root_urls, plan=plan, **options)
 
 
+def _is_mixture(dataset_url_or_urls: Any) -> bool:
+    from petastream.mix import Stream
+
+    return isinstance(dataset_url_or_urls, (list, tuple)) and any(isinstance(u, Stream) for u in dataset_url_or_urls)
+
+
+def _open_mixture(streams: Any, *, storage_options: dict | None, cache: dict[str, Any], filters: Any,
+                  predicate: Any, rowgroup_selector: Any) -> Any:
+    """A :class:`~petastream.mix.MixtureSource` of ``streams`` (``petastream.Stream``, every item):
+    each epoch the streams' shares, exactly once, split over ``cur_shard``/``shard_count`` as
+    ranks (see docs/native-api.md, Mixtures)."""
+    from petastream.mix import Stream, mixture
+
+    if not all(isinstance(s, Stream) for s in streams):
+        raise InvalidArgumentError("dataset_url_or_urls mixes petastream.Stream items with plain URLs; wrap each "
+                                   "URL in a petastream.Stream(url, weight=...)")
+    for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
+        if value is not None:
+            raise InvalidArgumentError(
+                f"{name} applies to one dataset, not to a mixture of Streams; give the Stream a filtered "
+                "source instead: petastream.Stream(petastream.parquet.open_parquet(url, filters=...), weight=...)")
+    if cache.get("cache_decoded"):
+        raise InvalidArgumentError(
+            "cache_type='local-disk' applies to Parquet datasets, and a mixture may hold MDS ones; give each "
+            "Parquet Stream an open source instead: petastream.Stream(open_parquet(url, cache_decoded=True), ...)")
+    options = {"storage_options": storage_options, "cache_limit": cache.get("cache_limit")}
+    return mixture(list(streams), dataset_options={k: v for k, v in options.items() if v is not None})
+
+
 def _local_disk(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
                 cache_extra_settings: dict | None, cache_limit: Any) -> dict[str, Any]:
     """The source options that honour Petastorm's cache arguments. ``"local-disk"``: decoded
@@ -228,7 +257,7 @@ class Reader:
         as Petastorm gives them (:func:`_as_petastorm_column`: equal lengths -> one 2-D array,
         so a torch batch is one tensor, not a list of rows); then the TransformSpec."""
         spec = self.transform_spec
-        if getattr(self.dataset, "plan", None) is None:  # MDS: as the converter always read it
+        if isinstance(self.dataset, MDSDataset):  # as the converter always read it
             return functools.partial(transform_batch, spec) if spec else None
         return functools.partial(_petastorm_batch, spec)
 
@@ -273,7 +302,7 @@ class Reader:
         self.join()
 
 
-def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[Any] | None = None,
+def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[Any] | None = None,
                       reader_pool_type: str = "thread", workers_count: int | None = 10,
                       results_queue_size: int = 50, seed: int | None = None, shuffle_rows: bool = False,
                       shuffle_row_groups: bool = True, shuffle_row_drop_partitions: int = 1,
@@ -286,7 +315,10 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
                       cache_limit: int | str | None = None, null_policy: str = "error") -> Reader:
-    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs.
+    """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs, or
+    their Parquet files, or a mixture: a list of ``petastream.Stream`` (each epoch the streams'
+    shares exactly once, ``cur_shard``/``shard_count`` splitting it as ranks; see
+    docs/native-api.md, Mixtures).
 
     ``cache_type="local-disk"`` keeps decoded row groups of Parquet files in the node's shard
     cache (``cache_location``, default petastream's cache directory), so later epochs and
@@ -312,8 +344,11 @@ def make_batch_reader(dataset_url_or_urls: str | list[str], schema_fields: list[
     num_epochs = None if num_epochs is None else int(num_epochs)
     cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_extra_settings, cache_limit)
     dataset: Any
-    root = _mds_root(dataset_url_or_urls, storage_options)
-    if root is not None:
+    root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
+    if _is_mixture(dataset_url_or_urls):
+        dataset = _open_mixture(dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters,
+                                predicate=predicate, rowgroup_selector=rowgroup_selector)
+    elif root is not None:
         for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
             if value is not None:
                 raise InvalidArgumentError(

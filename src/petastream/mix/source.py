@@ -28,6 +28,7 @@ samples of several: otherwise the constructor names the differing columns.
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
@@ -112,6 +113,14 @@ class MixtureSource:
         self._lock = threading.Lock()
 
     # -- facts ---------------------------------------------------------------------------------
+    @property
+    def fingerprint(self) -> str:
+        """What the mixture reads: its sources' fingerprints (their URLs where a source has
+        none) and the streams' counts; the same on every rank that opens the same mixture."""
+        ident = [str(getattr(s, "fingerprint", None) or s.url) for s in self.sources]
+        ident += [repr(self.counts), repr(self.epoch_size)]
+        return hashlib.blake2s("\0".join(ident).encode(), digest_size=16).hexdigest()
+
     def __len__(self) -> int:
         return int(self.shard_offsets[-1])
 
