@@ -105,3 +105,18 @@ def test_compat_make_batch_reader_over_a_mixture(streams, tmp_path):
         make_batch_reader(mixed, predicate=object())
     with pytest.raises(InvalidArgumentError, match="wrap each URL in a petastream.Stream"):
         make_batch_reader([mixed[0], str(tmp_path / "c.parquet")])
+
+
+def test_two_openings_of_one_mixture_reopen_alike(streams):
+    # A parked worker pool keeps the dataset its workers opened while the next loader's source
+    # reopens alike (compat opens its sources anew each epoch): a mixture's reopener holds one
+    # opener per stream, compared one by one.
+    from petastream import mixture
+    from petastream.pipeline.procpool.pool import _same_opener
+
+    mds = streams[:2]
+    assert _same_opener(mixture(mds).reopener(), mixture(mds).reopener())
+    assert not _same_opener(mixture(mds).reopener(), mixture(mds[:1]).reopener())
+    weighted = [Stream(s.url_or_source, weight=1) for s in mds]
+    assert _same_opener(mixture(weighted, epoch_size=50).reopener(), mixture(weighted, epoch_size=50).reopener())
+    assert not _same_opener(mixture(weighted, epoch_size=50).reopener(), mixture(weighted, epoch_size=60).reopener())

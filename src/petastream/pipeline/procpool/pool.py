@@ -30,6 +30,7 @@ within ``_LIVENESS_S`` with its exit code, and the pool is replaced at the next 
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -366,12 +367,25 @@ def _pickle_pass(work: dict[str, Any]) -> bytes:
 
 
 def _same_opener(a: Any, b: Any) -> bool:
-    """Whether two :meth:`~petastream.mds.dataset.MDSDataset.reopener` results open the same
-    dataset (URL, options, cache directory and limit, index fingerprint)."""
+    """Whether two sources' :meth:`reopener` results open the same data (URL, options, cache
+    directory and limit, index fingerprint or Parquet plan; a mixture's: each of its sources'
+    and the same streams), compared structurally: ``functools.partial`` objects compare by
+    identity, and a mixture's opener holds one per source."""
     try:
-        return bool(a.func is b.func and a.args == b.args and a.keywords == b.keywords)
+        return _same(a, b)
     except Exception:  # options that do not compare (a credentials object): reopen
         return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, functools.partial) or isinstance(b, functools.partial):
+        return (isinstance(a, functools.partial) and isinstance(b, functools.partial) and a.func is b.func
+                and _same(a.args, b.args) and _same(a.keywords, b.keywords))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
 
 
 def _rebuild(w: int, blob: bytes | None, type_name: str, text: str, tb: str) -> BaseException:
