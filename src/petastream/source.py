@@ -40,7 +40,7 @@ import numpy as np
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 
-__all__ = ["Source", "is_source", "open_source", "read_ids"]
+__all__ = ["Source", "PackedRows", "is_source", "open_source", "read_ids", "packed_layout"]
 
 
 @runtime_checkable
@@ -127,6 +127,30 @@ class Source(Protocol):
         """The source as epoch ``epoch`` of an order seeded ``seed`` reads it: itself, unless
         its reads depend on the epoch (a mixture's selection of each stream's samples)."""
         ...
+
+
+@runtime_checkable
+class PackedRows(Protocol):
+    """What a source can add to :class:`Source`: its fixed-size columns held packed row by
+    row (an MDS shard of fixed-size columns; a loaded Parquet row group), so a block of rows
+    from several shards, or from several sources of the same row layout (a mixture), is
+    gathered straight into one table: one copy per row, not one per column and a scatter."""
+
+    def row_layout(self) -> np.dtype | None:
+        """The structured dtype of one packed row (the fixed-size columns it holds, maybe not
+        every column of the source), or None when reads have no packed rows."""
+        ...
+
+    def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
+        """Each group's rows (a :class:`petastream.stream.grouping.ShardGroup`) as packed rows:
+        ``out[g.positions[j]]`` is row ``g.local_ids[j]`` of shard ``g.shard``, ``out`` being
+        opaque ``V<row_layout().itemsize>`` items."""
+        ...
+
+
+def packed_layout(source: Any) -> np.dtype | None:
+    """``source``'s packed row layout (:class:`PackedRows`), or None where it has none."""
+    return source.row_layout() if isinstance(source, PackedRows) else None
 
 
 def is_source(value: Any) -> bool:

@@ -253,21 +253,31 @@ class MDSDataset:
         """
         from petastream.mds.columns import scatter_columns, split_rows
 
-        if self.layout is not None and self.layout.all_fixed:
+        dtype = self.row_layout()
+        if dtype is not None:
+            assert self.layout is not None
             wanted = list(self.layout.names) if columns is None else list(columns)
             for c in wanted:
                 if c not in self.layout.names:
                     raise UnknownColumnError(f"no column {c!r}; columns are {list(self.layout.names)}")
-            dtype = self.layout.fixed_dtype()
             rows = np.empty(n, dtype=np.dtype((np.void, dtype.itemsize)))
-            for g in groups:
-                rows[g.positions] = self.shard(g.shard).fixed_rows(g.local_ids)
+            self.read_rows_into(groups, rows)
             return split_rows(rows, dtype, wanted)
         parts, positions = [], []
         for g in groups:
             parts.append(self.read_shard(g.shard, g.local_ids, columns))
             positions.append(g.positions)
         return scatter_columns(parts, positions, n)
+
+    def row_layout(self) -> np.dtype | None:
+        """Packed rows (:class:`petastream.source.PackedRows`): every column's, where all are
+        fixed-size (a shard's samples are then these rows back to back)."""
+        return self.layout.fixed_dtype() if self.layout is not None and self.layout.all_fixed else None
+
+    def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
+        """Each group's samples as packed rows at ``out[g.positions]`` (see :meth:`row_layout`)."""
+        for g in groups:
+            out[g.positions] = self.shard(g.shard).fixed_rows(g.local_ids)
 
     # -- shard files -------------------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import InvalidArgumentError
-from petastream.mds.columns import scatter_columns
+from petastream.errors import InvalidArgumentError, UnknownColumnError
+from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mix.stream import Stream, epoch_counts, largest_remainder
-from petastream.source import Source, is_source, open_source, read_ids
+from petastream.source import PackedRows, Source, is_source, open_source, packed_layout, read_ids
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 
 __all__ = ["MixtureSource", "mixture"]
@@ -111,6 +111,8 @@ class MixtureSource:
         self.seed, self.epoch = 0, 0
         self._selections: dict[tuple[int, int, int], np.ndarray] = {}
         self._lock = threading.Lock()
+        layouts = [packed_layout(s) for s in self.sources]
+        self._layout = layouts[0] if layouts[0] is not None and all(x == layouts[0] for x in layouts) else None
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -206,6 +208,53 @@ class MixtureSource:
         return self.sources[i].read(self.stream_ids(shard, local), columns)
 
     def read_parts(self, groups: Iterable[Any], n: int, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """One block of ``n`` rows from the streams' shards. Where every stream's source packs
+        its fixed-size rows alike (:class:`~petastream.source.PackedRows`: MDS datasets of one
+        layout, Parquet sources of the same types), those columns' rows are gathered straight
+        into one table, as one dataset's are; the other columns are read per stream and
+        scattered into place."""
+        wanted = list(self.columns) if columns is None else list(columns)
+        unknown = [c for c in wanted if c not in self.columns]
+        if unknown:
+            raise UnknownColumnError(f"no column {unknown[0]!r}; columns are {list(self.columns)}")
+        groups = list(groups)
+        layout = self._layout
+        fixed = [c for c in wanted if layout is not None and c in (layout.names or ())]
+        other = [c for c in wanted if c not in fixed]
+        out: dict[str, Any] = {}
+        if fixed and groups:
+            assert layout is not None
+            rows = np.empty(n, dtype=np.dtype((np.void, layout.itemsize)))
+            self.read_rows_into(groups, rows)
+            out = split_rows(rows, layout, fixed)
+        if other or not groups:
+            out.update(self._scattered(groups, n, other if groups else wanted))
+        return {c: out[c] for c in wanted}
+
+    def row_layout(self) -> np.dtype | None:
+        """Packed rows (:class:`~petastream.source.PackedRows`) where every stream's source has
+        them, with one layout."""
+        return self._layout
+
+    def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
+        """Each group's rows as packed rows at ``out[g.positions]``: the groups of each stream
+        made its source's own (real shards, stream rows), keeping their positions in ``out``."""
+        per: dict[int, list[ShardGroup]] = {}
+        for g in groups:
+            i, j = int(self._stream[g.shard]), int(self._real[g.shard])
+            if self._first[g.shard] < 0:
+                per.setdefault(i, []).append(ShardGroup(j, g.local_ids, g.positions))
+                continue
+            ids = self.stream_ids(g.shard, np.asarray(g.local_ids, np.int64))
+            positions = np.asarray(g.positions)
+            per.setdefault(i, []).extend(p._replace(positions=positions[p.positions])
+                                         for p in group_by_shard(ids, self.sources[i].shard_offsets))
+        for i, real in per.items():
+            source = self.sources[i]
+            assert isinstance(source, PackedRows)  # self._layout is not None
+            source.read_rows_into(real, out)
+
+    def _scattered(self, groups: list[Any], n: int, columns: list[str]) -> dict[str, Any]:
         """One ``read_parts`` per stream of its rows in the block, in the order its groups come
         (a whole copy's group is its real shard's group as is: no regrouping on the hot path),
         the streams' parts then scattered into place."""
@@ -224,6 +273,8 @@ class MixtureSource:
             real.setdefault(i, []).extend(parts)
             pos.setdefault(i, []).append(np.asarray(g.positions))
             done[i] = a + k
+        if not real:
+            return self.sources[0].read_parts([], 0, columns)
         blocks = [self.sources[i].read_parts(real[i], done[i], columns) for i in real]
         return scatter_columns(blocks, [np.concatenate(pos[i]) for i in real], n)
 

@@ -315,19 +315,28 @@ class ParquetSource:
         groups = list(groups)
         if not groups:
             return {c: empty(self._specs[c], self.strings) for c in wanted}
-        fixed = [c for c in wanted if c in self._packed_dtype.names] if self._packed_dtype.names else []
+        fixed = [c for c in wanted if c in (self._packed_dtype.names or ())]
         other = [c for c in wanted if c not in fixed]
         out: dict[str, Any] = {}
         if fixed:
             rows = np.empty(n, dtype=self._row_item)
-            for g in groups:
-                loaded = self._open.get(int(self.plan.shard_unit[g.shard]))
-                rows[g.positions] = loaded.packed[np.asarray(g.local_ids, dtype=np.int64) + self.plan.shard_start[g.shard]]
+            self.read_rows_into(groups, rows)
             out = split_rows(rows, self._packed_dtype, fixed)
         if other:
             parts = [self.read_shard(g.shard, g.local_ids, other) for g in groups]
             out.update(scatter_columns(parts, [g.positions for g in groups], n))
         return {c: out[c] for c in wanted}
+
+    def row_layout(self) -> np.dtype | None:
+        """Packed rows (:class:`petastream.source.PackedRows`): the fixed-size columns (numbers,
+        booleans, dates, timestamps, fixed-size arrays), as a loaded row group holds them."""
+        return self._packed_dtype if self._packed_dtype.names else None
+
+    def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
+        """Each group's rows as packed rows at ``out[g.positions]`` (see :meth:`row_layout`)."""
+        for g in groups:
+            loaded = self._open.get(int(self.plan.shard_unit[g.shard]))
+            out[g.positions] = loaded.packed[np.asarray(g.local_ids, dtype=np.int64) + self.plan.shard_start[g.shard]]
 
     # -- loading row groups ------------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:
