@@ -6,8 +6,9 @@ see :mod:`petastream.parquet.plan` for the layout decided at open, :mod:`~.filte
 the same data), :mod:`~.fetch` for where bytes come from.
 
 Reads load a row group once (:mod:`~.load`: read with pyarrow, its kept rows selected,
-converted to numpy, its fixed-size columns packed row by row) and take rows from it with numpy, so reading its slices, or its rows over several chunks,
-decodes it once while it stays loaded. Loaded row groups are held (least recently used first
+converted to numpy, its fixed-size columns packed row by row) and take rows from it with
+numpy, so reading its slices, or its rows over several chunks, decodes it once while it stays
+loaded. Loaded row groups are held (least recently used first
 out) within ``memory_limit``; the read-ahead the loaders announce (:meth:`prefetch`) loads the
 coming row groups on a small thread pool (pyarrow's decoding releases the GIL), with
 downloads into the shard cache for remote files, through
@@ -151,7 +152,8 @@ class ParquetSource:
                 "array_lengths": array_lengths, "fetch": fetch if fetch != "auto" else None})
         self._setup(plan, roots, {
             "storage_options": storage_options, "cache_dir": cache_dir, "cache_limit": cache_limit,
-            "null_policy": null_policy, "cache_decoded": cache_decoded, "validate": validate, "read_in_place": read_in_place,
+            "null_policy": null_policy, "cache_decoded": cache_decoded, "validate": validate,
+            "read_in_place": read_in_place,
             "prefetch_depth": prefetch_depth, "prefetch_workers": prefetch_workers,
             "memory_limit": memory_limit})
 
