@@ -134,3 +134,31 @@ def test_a_changed_file_is_not_read_from_its_old_entries(tmp_path, data):
     write_files(changed, root, files=1)
     got = open_parquet(root, cache_decoded=True, cache_dir=cache_dir).read(np.arange(N))
     assert got["id"].tolist() == list(range(1000, 1000 + N))
+
+
+def test_local_row_groups_stay_decoded_across_passes_within_memory_limit(pq_dir, parquet_decodes):
+    src = open_parquet(pq_dir)  # read in place: nothing it holds pins the shard cache
+    units = len(src.plan.units)
+    ids = np.random.default_rng(4).permutation(N)
+    parquet_decodes.clear()
+    for _ in range(3):  # three epochs, a close() after each, as a loader does
+        src.read(ids)
+        src.close()
+    assert len(parquet_decodes) == units
+    small = open_parquet(pq_dir, memory_limit=1)  # no room to keep any: decoded again each pass
+    parquet_decodes.clear()
+    for _ in range(2):
+        small.read(ids)
+        small.close()
+    assert len(parquet_decodes) >= 2 * units
+
+
+def test_cache_backed_row_groups_are_let_go_at_the_end_of_a_pass(pq_dir, tmp_path):
+    from petastream.mds.cache import _is_pinned
+
+    cache_dir = str(tmp_path / "cache")
+    src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)
+    src.read(np.arange(N))
+    paths = [ShardCache.at(cache_dir).path(k) for k in _decoded_entries(cache_dir)]
+    src.close()  # another process may need the room: no entry stays mapped by this one
+    assert paths and not any(_is_pinned(p) for p in paths)

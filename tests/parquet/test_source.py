@@ -132,8 +132,9 @@ def test_strings_as_ragged_bytes(pq_dir, data):
         assert values == [w.encode() if isinstance(w, str) else w for w in want]
 
 
-def test_prefetch_loads_ahead_and_close_releases(pq_dir):
-    src = open_parquet(pq_dir)
+def test_prefetch_loads_ahead_and_close_releases(pq_dir, tmp_path):
+    # Through the cache (local files read in place stay loaded past close(): test_decoded).
+    src = open_parquet(pq_dir, read_in_place=False, cache_dir=str(tmp_path / "cache"))
     assert not any(src.is_loaded(s) for s in range(src.num_shards))
     src.prefetch([2, 0])
     deadline = time.monotonic() + 60

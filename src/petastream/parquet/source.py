@@ -179,6 +179,8 @@ class ParquetSource:
         self.row_groups = RowGroups(plan, self.placement, self.cache, self.cache_limit, self.null_policy, decoded,
                                     on_fill=self._pin, on_pressure=self._pressure)
         self._packed_dtype, self._row_item = self.row_groups.packed_dtype, self.row_groups.row_item
+        #: Whether loaded row groups may map cache entries (not to be held past a pass).
+        self._cache_backed = not self.placement.all_in_place or any(k is not None for k in self.row_groups.decoded_keys)
         self._specs = {s.name: s for s in plan.specs}
         #: Columns stored as another dtype than they mean: booleans, read as uint8, view as bool.
         self.logical_dtypes = {s.name: s.logical for s in plan.specs if s.logical}
@@ -362,10 +364,14 @@ class ParquetSource:
         return self._cached_bytes.copy()
 
     def close(self) -> None:
-        """Drop the loaded row groups, the queued read-ahead and the cached files kept mapped
-        (reading again reloads)."""
+        """End of a pass: drop the queued read-ahead and the cached files kept mapped, and the
+        loaded row groups where any maps a cache entry (another process may need the room).
+        Row groups decoded from local files read in place stay loaded within ``memory_limit``
+        (least recently used out), as any recently read ones do: the next epoch of a table
+        that fits decodes nothing again."""
         self._open.close()
-        self._open.release()
+        if self._cache_backed:
+            self._open.release()
         self._pins.drop()
 
     def _pin(self, unit: Unit, buf: Any) -> None:
