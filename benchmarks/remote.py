@@ -15,7 +15,8 @@ with LitData's ``optimize`` for its ``StreamingDataset`` (``build.sh litdata``).
   run (all shard files fetched in parallel through the proxy, nothing decoded);
 * shard GETs per node with 1, 2 and 4 ranks sharing a cache directory (counted on the proxy);
 * peak cache bytes over two epochs with ``cache_limit`` a quarter of the dataset;
-* the first epoch of a local zstd dataset against the in-memory floor (and uncompressed).
+* the first epoch of a local zstd dataset against the in-memory floor (and uncompressed);
+* the same rows as Parquet files, read by petastream (:mod:`benchmarks.remote_parquet`).
 
 Numbers are measured, never asserted; write them down with the machine's load.
 """
