@@ -15,7 +15,8 @@ with LitData's ``optimize`` for its ``StreamingDataset`` (``build.sh litdata``).
   run (all shard files fetched in parallel through the proxy, nothing decoded);
 * shard GETs per node with 1, 2 and 4 ranks sharing a cache directory (counted on the proxy);
 * peak cache bytes over two epochs with ``cache_limit`` a quarter of the dataset;
-* the first epoch of a local zstd dataset against the in-memory floor (and uncompressed).
+* the first epoch of a local zstd dataset against the in-memory floor (and uncompressed);
+* the same rows as Parquet files, read by petastream (:mod:`benchmarks.remote_parquet`).
 
 Numbers are measured, never asserted; write them down with the machine's load.
 """
@@ -32,8 +33,10 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +50,12 @@ BUCKET = "bench"
 def child(args: argparse.Namespace) -> None:
     from petastream.mds.cache import ShardCache
     from petastream.mds.dataset import MDSDataset
-    from petastream.torch import loader
 
+    if args.format == "parquet":
+        from benchmarks import remote_parquet
+
+        remote_parquet.child(args)
+        return
     peak = [0]
     stop = threading.Event()
 
@@ -62,6 +69,17 @@ def child(args: argparse.Namespace) -> None:
     sampler.start()
     # Opened before the clock starts (imports, index.json), as Mosaic's and LitData's datasets.
     ds = MDSDataset(args.url, cache_dir=args.cache, cache_limit=args.limit or None)
+    out = run_epochs(ds, args)
+    stop.set()
+    sampler.join()
+    print(json.dumps({**out, "peak": peak[0]}), flush=True)
+
+
+def run_epochs(ds: Any, args: argparse.Namespace, after_epoch: Callable[[], None] | None = None) -> dict:
+    """``args.epochs`` shuffled epochs of ``ds`` (a Source) through ``petastream.torch.loader``:
+    seconds, rows and shuffle score of each; ``after_epoch()`` runs off the clock after each."""
+    from petastream.torch import loader
+
     epochs, rows, scores = [], [], []
     window = {"window": 1 << 18} if args.no_fit else {}  # explicit: the defaults, no cache fit
     for epoch in range(args.epochs):
@@ -73,10 +91,9 @@ def child(args: argparse.Namespace) -> None:
         epochs.append(time.perf_counter() - t)
         rows.append(sum(len(b) for b in ids))
         scores.append(shuffle_score(np.concatenate(ids)))
-    stop.set()
-    sampler.join()
-    print(json.dumps({"epochs": epochs, "rows": rows, "peak": peak[0], "scores": scores,
-                      "window": ld.planner.window}), flush=True)
+        if after_epoch is not None:
+            after_epoch()
+    return {"epochs": epochs, "rows": rows, "scores": scores, "window": ld.planner.window}
 
 
 def shuffle_score(ids: np.ndarray) -> float:
@@ -87,10 +104,10 @@ def shuffle_score(ids: np.ndarray) -> float:
 
 def _run_child(url: str, cache: str, env: dict, *, epochs: int = 2, rank: int = 0, world: int = 1,
                limit: int | None = None, batch: int = 256, workers: int = 2,
-               no_fit: bool = False) -> subprocess.Popen:
+               no_fit: bool = False, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "benchmarks.remote", "--child", "--url", url, "--cache", cache,
            "--epochs", str(epochs), "--rank", str(rank), "--world", str(world),
-           "--batch", str(batch), "--workers", str(workers)]
+           "--batch", str(batch), "--workers", str(workers), *extra]
     if limit:
         cmd += ["--limit", str(limit)]
     if no_fit:
@@ -130,18 +147,28 @@ class Proxy:
                 time.sleep(0.1)
 
     def stats(self) -> dict:
-        return json.loads(urllib.request.urlopen(self.url + "/__proxy__/stats", timeout=5).read())
+        return proxy_stats(self.url)
 
     def reset(self) -> None:
         req = urllib.request.Request(self.url + "/__proxy__/reset", method="POST")
         urllib.request.urlopen(req, timeout=5).read()
 
     def shard_gets(self, marker: str = "/shard.") -> dict[str, int]:
-        return {p: n for m, p, n in self.stats()["requests"] if m == "GET" and marker in p}
+        return gets_of(self.stats(), marker)
 
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+
+
+def proxy_stats(url: str) -> dict:
+    """The request counts of the throttle proxy at ``url``."""
+    return json.loads(urllib.request.urlopen(url + "/__proxy__/stats", timeout=5).read())
+
+
+def gets_of(stats: dict, marker: str) -> dict[str, int]:
+    """GETs per path containing ``marker`` in proxy ``stats``."""
+    return {p: n for m, p, n in stats["requests"] if m == "GET" and marker in p}
 
 
 def _s3_env(endpoint: str) -> dict:
@@ -197,6 +224,7 @@ def petastream_cases(args: argparse.Namespace, url: str, raw: int, env: dict, pr
 def remote_part(args: argparse.Namespace, results: dict) -> None:
     from tests.servers import moto_s3_server
 
+    from benchmarks import remote_parquet
     from benchmarks.peers._remote_rows import make_rows, row_bytes
     from petastream.mds.writer import write_mds
 
@@ -208,6 +236,7 @@ def remote_part(args: argparse.Namespace, results: dict) -> None:
         url = f"s3://{BUCKET}/ds"
         raw = args.rows * (row_bytes() + 4)
         rows = make_rows(args.rows)
+        remote_parquet.prepare(args, rows, results)
         rows["payload"] = np.array([r.tobytes() for r in rows["payload"]], dtype=object)  # 'bytes'
         shards = write_mds(rows, url, compression="zstd", hashes=["xxh3_64"],
                            size_limit=raw // args.shards + 1)
@@ -220,10 +249,12 @@ def remote_part(args: argparse.Namespace, results: dict) -> None:
         try:
             names = [f"{BUCKET}/ds/{s['zip_data']['basename']}" for s in shards]
             results["link_ceiling_mbps"] = link_ceiling(proxy, names)
+            remote_parquet.ceiling(proxy, results)
             env = _s3_env(proxy.url)
             with tempfile.TemporaryDirectory(prefix="remote-bench-") as tmp:
                 for rep in range(args.repeat):  # interleaved repeats: the machine is contended
                     petastream_cases(args, url, raw, env, proxy, tmp, rep, results)
+                    remote_parquet.parquet_cases(args, env, proxy, tmp, rep, results)
                 if "mosaic" in args.peers:
                     proxy.reset()
                     results["mosaic"] = mosaic(url, f"{tmp}/mosaic", env, args)
@@ -311,6 +342,8 @@ def local_part(args: argparse.Namespace, results: dict) -> None:
 
 
 def report(results: dict) -> str:
+    from benchmarks import remote_parquet
+
     lines = []
     ds = results.get("dataset")
     if ds:
@@ -349,6 +382,7 @@ def report(results: dict) -> str:
             if r:
                 lines.append(f"{ranks} rank(s) on one node, one cache dir: {r['gets']} shard GETs for {ds['shards']} "
                              f"shards (max {r['max_per_shard']} per shard){'; ' + str(r['errors']) if r['errors'] else ''}")
+        lines += remote_parquet.report_lines(results)
     for workload in ("tabular", "binary"):
         res = results.get(f"local_{workload}")
         if not res:
@@ -373,11 +407,16 @@ def main() -> None:
     p.add_argument("--peers", default="mosaic,litdata")
     p.add_argument("--local-rows", type=int, default=1_000_000)
     p.add_argument("--parts", default="remote,local")
-    p.add_argument("--cases", default="petastream,ranks,limited,limited_nofit",
+    p.add_argument("--cases", default="petastream,ranks,limited,limited_nofit,parquet,parquet_nodecoded",
                    help="petastream runs of the remote part (limited_nofit: cache_limit with an "
-                        "explicit default window, i.e. no cache fit)")
+                        "explicit default window, i.e. no cache fit; parquet, parquet_nodecoded, "
+                        "parquet_file: benchmarks.remote_parquet)")
+    p.add_argument("--pq-files", type=int, default=4, help="Parquet files of the parquet cases")
     p.add_argument("--repeat", type=int, default=1, help="run the petastream cases this many times, interleaved")
     p.add_argument("--no-fit", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--format", default="mds", help=argparse.SUPPRESS)
+    p.add_argument("--cache-decoded", default="auto", help=argparse.SUPPRESS)
+    p.add_argument("--fetch", default="auto", help=argparse.SUPPRESS)
     # --child: one petastream reader (run by the parent)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--url")

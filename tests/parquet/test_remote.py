@@ -130,3 +130,46 @@ def test_a_shuffled_loader_epoch_within_a_bounded_cache(s3_data, tmp_path):
         ids = [i for b in dl for i in b["id"].tolist()]
         assert sorted(ids) == list(range(N))
         assert ShardCache.at(str(tmp_path / "cache")).usage().total_bytes <= limit
+
+
+def _large_row_groups(root: str, row_groups: int) -> None:
+    """2 files of ``row_groups`` row groups of 136 rows of a 64 KiB random payload each (8.5 MiB
+    of bytes per row group, uncompressed: just over the row-group fetch threshold)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 136 * row_groups
+    rng = np.random.default_rng(5)
+    for k in range(2):
+        payload = rng.integers(0, 256, (rows, 64 << 10), dtype=np.uint8)
+        offsets = np.arange(rows + 1, dtype=np.int32) * payload.shape[1]
+        tab = pa.table({"id": np.arange(k * rows, (k + 1) * rows),
+                        "payload": pa.Array.from_buffers(pa.binary(), rows, [None, pa.py_buffer(offsets),
+                                                                              pa.py_buffer(payload)])})
+        pq.write_table(tab, f"{root}/part-{k}.parquet", compression="none", row_group_size=136)
+
+
+@pytest.mark.timeout(300)
+def test_files_of_large_row_groups_are_fetched_by_row_group(s3_bucket, pq_dir, tmp_path):
+    import s3fs
+
+    local = tmp_path / "large"
+    local.mkdir()
+    _large_row_groups(str(local), 2)
+    s3fs.S3FileSystem().put(str(local) + "/", f"{s3_bucket[5:]}/large/", recursive=True)
+    cache_dir = str(tmp_path / "cache")
+    src = open_parquet(f"{s3_bucket}/large", cache_dir=cache_dir, cache_decoded=False)
+    assert all(u.range_bytes >= 8 << 20 for u in src.plan.units)  # plan.SPLIT_ROW_GROUP_BYTES
+    # Every byte of the files is read, but a file's row group is decoded as soon as its own
+    # bytes are in, not once the whole file is: its entry holds its ranges and the footer only.
+    assert src.fetch == "row_group"
+    assert_same(src.read_shard(0), open_parquet(str(local)).read_shard(0))
+    usage = ShardCache.at(cache_dir).usage()
+    unit, size = src.plan.units[0], src.plan.files[0].ref.size
+    assert usage.entries == 1 and usage.bytes == unit.range_bytes + src.plan.files[0].footer_bytes < size / 1.9
+    # Whole files where a file holds one row group (nothing to overlap), or small row groups.
+    single = tmp_path / "single"
+    single.mkdir()
+    _large_row_groups(str(single), 1)
+    assert open_parquet(str(single)).fetch == "file"
+    assert open_parquet(pq_dir).fetch == "file"

@@ -34,6 +34,10 @@ __all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
 _OBJECT_BYTES = 64  # memory a Python object (str, bytes, Decimal, list) adds per value
+#: ``fetch="auto"`` caches row groups, not whole files, when a file's row groups average at
+#: least this many bytes read (AWS's guidance for ranged GETs is 8-16 MB: fewer requests
+#: per byte would not fill a fast link at S3's latency; see ``_auto_fetch``).
+SPLIT_ROW_GROUP_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -308,10 +312,22 @@ def _shards(rows: list[int], per_shard: int | None) -> tuple[np.ndarray, np.ndar
 def _auto_fetch(units: list[Unit], infos: list[FileInfo]) -> str:
     """Row-group ranges where the columns and row groups read (and the copy of its file's
     footer each row group's entry holds) are under half of the files' bytes (a projection or a
-    filter leaves most of each file unread); whole files otherwise (one request per file)."""
+    filter leaves most of each file unread), or where the files are read whole but hold large
+    row groups (:data:`SPLIT_ROW_GROUP_BYTES`); whole files otherwise (one request per file)."""
     needed = sum(u.range_bytes + infos[u.file].footer_bytes for u in units)
-    files = sum(infos[i].ref.size for i in {u.file for u in units})
-    return "row_group" if files and needed < files / 2 else "file"
+    read = {u.file for u in units}
+    files = sum(infos[i].ref.size for i in read)
+    if files and needed < files / 2:
+        return "row_group"
+    # A whole-file entry is decoded only once its last byte is in, and the read-ahead fetches
+    # several files at once over one link, so they all end together: a first epoch would be
+    # the download, then the decode of every row group. Row-group entries arrive one by one
+    # and are decoded while the rest downloads. Worth it when files hold several row groups
+    # large enough that the extra requests (a range and the footer, at once) and footer copies
+    # cost little beside them.
+    several = len(units) >= 2 * len(read)
+    large = bool(units) and sum(u.range_bytes for u in units) / len(units) >= SPLIT_ROW_GROUP_BYTES
+    return "row_group" if several and large and needed <= files * 1.05 else "file"
 
 
 def _fingerprint(plan: Plan) -> str:

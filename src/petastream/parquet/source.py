@@ -98,7 +98,9 @@ class ParquetSource:
     ``cache_dir`` / ``cache_limit``: the node's shard cache for remote files (as
     :class:`petastream.mds.dataset.MDSDataset`); ``fetch``: ``"file"`` (whole files),
     ``"row_group"`` (the column chunks read, per row group), or ``"auto"`` (row groups where
-    the columns and row groups read are under half of the files' bytes).
+    the columns and row groups read are under half of the files' bytes, or where files hold
+    several row groups of 8 MiB or more read: a file is decoded only once its last byte is in,
+    a row group as soon as its own bytes are).
     ``cache_decoded``: keep each row group's decoded columns in the shard cache (see
     :mod:`petastream.parquet.decoded`), so later epochs map them instead of decoding again:
     True for every file, False for none; None (default) for the files that go through the
