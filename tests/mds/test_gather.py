@@ -219,7 +219,7 @@ def test_positions_sort_like_argsort():
 
 
 def test_ranges_as_ragged_give_the_values_bytes_and_check_utf8():
-    from petastream.mds.encodings import ranges_as_ragged
+    from petastream.mds.text_columns import ranges_as_ragged
 
     buf = np.frombuffer("héllo, wörld".encode() + b"\xff\xfe", dtype=np.uint8)
     starts, lengths = np.array([7, 0, 5, 0]), np.array([6, 6, 0, 1])  # any order, empty, repeats

@@ -154,11 +154,11 @@ def test_local_row_groups_stay_decoded_across_passes_within_memory_limit(pq_dir,
 
 
 def test_cache_backed_row_groups_are_let_go_at_the_end_of_a_pass(pq_dir, tmp_path):
-    from petastream.mds.cache import _is_pinned
+    from petastream.mds.pins import is_pinned
 
     cache_dir = str(tmp_path / "cache")
     src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)
     src.read(np.arange(N))
     paths = [ShardCache.at(cache_dir).path(k) for k in _decoded_entries(cache_dir)]
     src.close()  # another process may need the room: no entry stays mapped by this one
-    assert paths and not any(_is_pinned(p) for p in paths)
+    assert paths and not any(is_pinned(p) for p in paths)

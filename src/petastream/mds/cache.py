@@ -23,11 +23,7 @@ temporary file, which never reads as an entry and is removed by the next evictio
 stripe lock is free). No ``fsync``: a power loss may leave a renamed file with lost pages;
 sizes are checked on every open, contents when filled.
 
-Pins. A mapped entry is "being read": its mapping holds a shared ``flock`` on the file (the
-``mmap`` keeps a duplicate of the descriptor, so the lock lives exactly as long as the mapping,
-including numpy views of it that outlive the reader's LRU). Eviction takes an exclusive
-non-blocking lock and skips a file it cannot lock, so a mapped file is never deleted and
-never keeps disk space unaccounted for.
+Pins (:mod:`petastream.mds.pins`). A mapped entry is "being read": eviction never deletes it.
 
 Bounded size. Before a fill, under ``evict.lock``, the cache counts its files (temporary ones
 at their full size: a fill truncates its file to the final size at once, which makes it a
@@ -42,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import mmap
 import os
 import shutil
 import threading
@@ -59,6 +54,7 @@ from filelock import FileLock, Timeout
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
 from petastream.mds._holders import describe_holders, pin_holders
 from petastream.mds.announce import Announcements
+from petastream.mds.pins import evict, is_pinned, map_pinned, open_pinned
 from petastream.mds.sizes import human
 
 __all__ = ["ShardCache", "CacheUsage", "default_cache_root", "open_pinned"]
@@ -74,33 +70,6 @@ def default_cache_root() -> str:
     return os.environ.get("PETASTREAM_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "petastream", "shards"
     )
-
-
-def open_pinned(path: str) -> Any | None:
-    """Map a complete cache entry read-only, pinned for as long as the mapping lives; None if
-    the entry is absent (or was evicted while we opened it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        # Blocks only while an evictor holds its exclusive lock, i.e. across one unlink.
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        st = os.fstat(fd)
-        if st.st_nlink == 0:  # evicted between our open and our lock
-            return None
-        with contextlib.suppress(OSError):
-            # atime: when last opened (least recently opened goes first); mtime stays when it
-            # was filled (oldest filled goes first while other readers share the cache).
-            os.utime(fd, ns=(time.time_ns(), st.st_mtime_ns))
-        return _map(fd, st.st_size)
-    finally:
-        os.close(fd)
-
-
-def _map(fd: int, size: int) -> Any:
-    # mmap keeps its own duplicate of fd, so the flock on it lives as long as the mapping.
-    return mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
 
 
 @dataclass
@@ -259,7 +228,7 @@ class ShardCache:
                 # twice or not at all, and a scan that misses it could let the cache overflow.
                 with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
                     os.replace(tmp, self.path(key))
-                return _map(fd, size)
+                return map_pinned(fd, size)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.remove(tmp)
@@ -344,7 +313,7 @@ class ShardCache:
         for f in entries:
             if used + need <= budget:
                 break
-            if _evict(f.path):
+            if evict(f.path):
                 used -= f.size
         return used + need <= budget
 
@@ -401,7 +370,7 @@ class ShardCache:
             else:
                 usage.entries += 1
                 usage.bytes += f.size
-                if count_pinned and _is_pinned(f.path):
+                if count_pinned and is_pinned(f.path):
                     usage.pinned += 1
                     usage.pinned_bytes += f.size
                     usage.pinned_paths.append(f.path)
@@ -423,7 +392,7 @@ class ShardCache:
             for f in sorted((f for f in usage.files if _TMP not in f.key), key=lambda f: f.atime):
                 if to_bytes is None or used <= to_bytes:
                     break
-                if _evict(f.path):
+                if evict(f.path):
                     removed, freed, used = removed + 1, freed + f.size, used - f.size
         return removed, freed
 
@@ -437,7 +406,7 @@ class ShardCache:
                 path = self.path(key)
                 if not os.path.exists(path):
                     continue
-                mapped += _is_pinned(path)
+                mapped += is_pinned(path)
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(path)
                     removed += 1
@@ -460,40 +429,6 @@ class ShardCache:
                 if _TMP in f.key:
                     self._stale(f)
         self._dirs_ready = True
-
-
-def _evict(path: str) -> bool:
-    """Delete a complete entry unless it is mapped somewhere on the node."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return False
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-    finally:
-        os.close(fd)
-    return True
-
-
-def _is_pinned(path: str) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def _after_fork_in_child() -> None:

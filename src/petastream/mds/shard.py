@@ -29,9 +29,9 @@ import numpy as np
 
 from petastream.errors import CorruptShardError, EncodingError, OutOfRangeError, UnknownColumnError
 from petastream.mds.columns import split_rows
-from petastream.mds.encodings import ranges_as_ragged
 from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
+from petastream.mds.text_columns import ranges_as_ragged
 
 __all__ = ["build_shard", "shard_parts", "ShardData"]
 
