@@ -4,7 +4,8 @@
 
 The 'tabular' rows (:mod:`benchmarks.workloads`) are written once as one MDS dataset and once
 split into two halves. Per round, alternating (so machine load hits both alike), one shuffled
-epoch of ``BatchLoader`` (numpy batches of 1024, 2 decode threads) over: ``single``, the one
+epoch of ``BatchLoader`` (numpy batches of 1024, 2 decode threads), and of
+``petastream.torch.loader`` (the same, as tensors: what training reads), over: ``single``, the one
 dataset; ``mixture``, ``[Stream(half_a), Stream(half_b)]`` (the same rows as whole copies);
 ``choose``, ``[Stream(half_a, choose=n/2 - 1), Stream(half_b)]`` (a partial selection drawn
 every epoch: the costlier path, a draw and a gather through it). Best epoch of each round; median over rounds;
@@ -26,8 +27,13 @@ from petastream.mds.writer import write_mds
 from petastream.pipeline import BatchLoader
 
 
-def _epoch(dataset, epochs: int = 2) -> float:
-    loader = BatchLoader(dataset, 1024, shuffle=True, seed=1, num_workers=2, num_epochs=1)
+def _epoch(dataset, epochs: int = 2, kind: str = "numpy") -> float:
+    if kind == "torch":
+        from petastream.torch import loader as torch_loader
+
+        loader = torch_loader(dataset, 1024, shuffle=True, seed=1, num_workers=2)
+    else:
+        loader = BatchLoader(dataset, 1024, shuffle=True, seed=1, num_workers=2, num_epochs=1)
     best = 0.0
     for _ in range(epochs):
         t, rows = time.perf_counter(), 0
@@ -54,13 +60,13 @@ def main() -> None:
             "mixture": lambda: [Stream(f"{root}/a"), Stream(f"{root}/b")],
             "choose": lambda: [Stream(f"{root}/a", choose=n // 2 - 1), Stream(f"{root}/b", repeat=1.0)],
         }
-        rates: dict[str, list[float]] = {k: [] for k in runs}
+        rates: dict[tuple[str, str], list[float]] = {(k, name): [] for k in ("numpy", "torch") for name in runs}
         for _ in range(args.rounds):
-            for name, make in runs.items():
-                rates[name].append(_epoch(make()))
+            for kind, name in rates:
+                rates[kind, name].append(_epoch(runs[name](), kind=kind))
     med = {k: statistics.median(v) for k, v in rates.items()}
-    for name, rate in med.items():
-        print(f"{name:8s} {rate:12,.0f} rows/s   ratio {rate / med['single']:.2f}")
+    for (kind, name), rate in med.items():
+        print(f"{kind:6s} {name:8s} {rate:12,.0f} rows/s   ratio {rate / med[kind, 'single']:.2f}")
     assert np.isfinite(list(med.values())).all()
 
 
