@@ -108,3 +108,36 @@ def test_loaders_take_a_parquet_url_as_they_take_an_mds_one(tmp_path):
     assert torch_ids == tf_ids == listed == list(range(100))
     with pytest.raises(TypeError, match="read as PARQUET"):
         loader(url, 16, dataset_options={"split": "train"})  # an MDS-only option
+
+
+def test_list_columns_reach_torch_as_a_tensor_per_row_or_as_one_tensor(tmp_path):
+    """A variable-length list column is a list of tensors per batch (each row its own, writable
+    values); with ``array_lengths`` it is one (rows, n) tensor."""
+    import warnings
+
+    import torch
+
+    from petastream.torch import loader
+
+    ids = np.arange(60)
+    values = [list(range(int(i) % 5)) for i in ids]  # lengths 0..4, empty rows included
+    pq.write_table(pa.table({"id": ids, "v": pa.array(values, pa.list_(pa.int32())),
+                             "w": pa.array([[float(i)] * 3 for i in ids], pa.list_(pa.float32()))}),
+                   str(tmp_path / "f.parquet"), row_group_size=25)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "not writable" warning from torch
+        batches = list(loader(str(tmp_path), 16, shuffle=True, seed=3))
+    seen = 0
+    for b in batches:
+        assert isinstance(b["v"], list) and all(isinstance(t, torch.Tensor) for t in b["v"])
+        for i, t in zip(b["id"].tolist(), b["v"]):
+            assert t.dtype == torch.int32 and t.tolist() == values[i]
+            seen += 1
+        if len(b["v"]) > 1 and b["v"][0].numel():
+            b["v"][0].fill_(-1)  # each row's values are its own
+            assert b["v"][1].tolist() == values[b["id"][1].item()]
+    assert seen == len(ids)
+    fixed = ParquetSource(str(tmp_path), array_lengths={"w": 3})
+    for b in loader(fixed, 16):
+        assert isinstance(b["w"], torch.Tensor) and b["w"].shape == (len(b["id"]), 3)
+        assert b["w"][:, 0].tolist() == [float(i) for i in b["id"].tolist()]

@@ -18,7 +18,10 @@ __all__ = ["to_torch", "to_tensors", "to_pinned_tensors", "pinning_for"]
 def to_torch(col: Any) -> Any:
     """One decoded column as a tensor, or a list where a tensor cannot hold it."""
     if isinstance(col, Ragged):
-        return [torch.from_numpy(np.array(col[i])) for i in range(len(col))]
+        # One writable copy of the batch's values, cut into a view per row in C++: a tensor
+        # per row made in Python cost 5 us a row (a 16-value row read 18x slower than fixed-size).
+        values = col.values[int(col.offsets[0]):int(col.offsets[-1])] if len(col) else col.values[:0]
+        return list(torch.from_numpy(np.array(values)).split(col.lengths().tolist())) if len(col) else []
     if isinstance(col, np.ndarray):
         if col.dtype == object:
             # ndarray columns whose shards differ in rank or dtype: a tensor per row, as Ragged's
