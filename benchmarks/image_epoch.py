@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import glob
+import json
 import os
 import time
 from pathlib import Path
@@ -59,7 +60,7 @@ def prepare(n: int, args: argparse.Namespace) -> tuple[str | None, str]:
     res = peer_envs.run_runner("write_image_dataset.py", cli, "petastorm", args.peer_timeout)
     if "error" in res:
         return None, res["error"]
-    (root / "written.json").write_text(str(res))
+    (root / "written.json").write_text(json.dumps(res))
     (root / ".done").touch()
     return str(path), ""
 
