@@ -10,6 +10,8 @@ The dataset (``benchmarks/peers/write_image_dataset.py``, written once by the re
   one thread: what one core pays for the images alone;
 * floor, gather: the decoded columns in memory, numpy permutation + gather +
   ``torch.from_numpy`` in batches of 64 (:func:`petastream.bench.torch_floor`);
+* reference: the same decode with Petastorm's codec (OpenCV), in its env
+  (``benchmarks/peers/image_decode_floor.py``);
 * ``make_reader(url, num_epochs=1, workers_count=2, seed=1, shuffle_row_groups=True)`` iterated
   row by row, and ``DataLoader(reader, batch_size=64)`` over it, for Petastorm (in its env,
   with OpenCV from ``--opencv-path``) and compat: the same script,
@@ -43,6 +45,7 @@ NAME = "image_epoch"
 BATCH = 64
 VERSION = 1  # bump when the writer's rows or layout change
 DECODE_FLOOR = "floor, decode-bound: compat's PNG decode of the same bytes, 1 thread"
+OPENCV_REFERENCE = "reference: Petastorm's own codec decode (OpenCV), 1 thread, in its env"
 GATHER_FLOOR = "floor, gather: numpy perm+gather+from_numpy of decoded arrays, batches of 64"
 
 __all__ = ["NAME", "run", "prepare", "table"]
@@ -98,6 +101,16 @@ def decoded(images: list[bytes]) -> np.ndarray:
 def peer_rows(path: str, n: int, args: argparse.Namespace, floors: list[Floor]) -> list[Result]:
     peers = set(args.peers) if args.peers is not None else {"petastorm", "compat"}
     out = []
+    if "petastorm" in peers:
+        cli = ["--impl", "petastorm", "--dataset", path, "--rows", str(n)]
+        res = peer_envs.run_runner("image_decode_floor.py", cli + (["--sys-path", args.opencv_path]
+                                                                  if args.opencv_path else []),
+                                   "petastorm", args.peer_timeout)
+        secs = res.get("seconds") if "error" not in res else None
+        out.append(Result(NAME, OPENCV_REFERENCE, n, secs, extra=res.get("extra") or {},
+                          note=peer_envs.note_for(res, "same bytes and order as the decode-bound floor")))
+        for f in floors:
+            f.again()
     for mode in ("reader", "dataloader"):
         for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
             if (peer or "compat") not in peers:
