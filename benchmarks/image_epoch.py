@@ -125,7 +125,7 @@ def peer_rows(path: str, n: int, args: argparse.Namespace, floors: list[Floor]) 
                                                              if peer is None else "; OpenCV decode")
             secs = res.get("seconds") if "error" not in res else None
             out.append(Result(NAME, f"{impl} {what}", n, secs, note=peer_envs.note_for(res, note),
-                              extra=res.get("extra") or {}))
+                              extra={**(res.get("extra") or {}), "times": res.get("times")}))
             for f in floors:
                 f.again()
     return out
