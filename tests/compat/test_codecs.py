@@ -88,6 +88,35 @@ def test_png_round_trip_and_layout(shape, dtype, colour_type, depth):
     assert decoded.dtype == dtype and np.array_equal(decoded, value) and decoded.flags.writeable
 
 
+@pytest.mark.parametrize("mode,fmt,target", [
+    ("RGB", "PNG", "RGB"), ("L", "PNG", "L"), ("1", "PNG", "L"), ("P", "PNG", "RGB"),
+    ("RGB", "JPEG", "RGB"), ("L", "JPEG", "L")])
+def test_image_decode_each_mode_owned_and_as_converted(mode, fmt, target):
+    """Grey and RGB files are decoded without Pillow's convert() (they are already in the mode
+    returned); every mode still gives convert()'s pixels, from bytes or from a memoryview into a
+    larger buffer (as the column decoder passes values), as a writable array of its own."""
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    rgb = Image.fromarray(rng.integers(0, 256, (9, 7, 3), dtype=np.uint8))
+    image = rgb.convert(mode) if mode != "P" else rgb.quantize(16)
+    out = io.BytesIO()
+    image.save(out, format=fmt)
+    data = out.getvalue()
+    with Image.open(io.BytesIO(data)) as opened:
+        assert opened.mode == mode
+        expected = np.asarray(opened.convert(target))
+    codec = CompressedImageCodec(fmt.lower())
+    field = _field(np.uint8, expected.shape, codec)
+    buffer = memoryview(b"xx" + data + b"yy")[2: 2 + len(data)]
+    for value in (data, buffer):
+        decoded = codec.decode(field, value)
+        assert decoded.dtype == np.uint8 and np.array_equal(decoded, expected)
+        assert decoded.flags.writeable and decoded.flags.owndata
+        decoded[...] = 0  # its own pixels: the next decode is unaffected
+    assert np.array_equal(codec.decode(field, data), expected)
+
+
 def test_png_stores_rgb_not_bgr():
     from PIL import Image
 
