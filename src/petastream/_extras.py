@@ -38,6 +38,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
                    "pip install 'petastream[tf]' (or 'petastream[tf-cpu]' on a CPU-only machine)"),
     "pyspark": ("PySpark", "pip install 'petastream[pyspark]' (Databricks runtimes have it)"),
     "pandas": ("pandas", "pip install 'petastream[spark]'"),
+    "cv2": ("OpenCV", "pip install 'petastream[opencv]'"),
     "libcst": ("LibCST", "pip install 'petastream[migrate]'"),
     "PIL": ("Pillow", "pip install 'petastream[images]'"),
     "s3fs": ("s3fs", "pip install 'petastream[cloud]'"),

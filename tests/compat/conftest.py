@@ -26,3 +26,18 @@ def primitive_df(spark):
               "long_col long, byte_col byte, str_col string, bin_col binary")
     rows = [(True, 0.5, 1.5, 1, 2, 3, 4, "a", b"\x01"), (False, -0.5, -1.5, -1, -2, -3, -4, "héllo", b"")]
     return spark.createDataFrame(rows, schema).coalesce(1)
+
+
+@pytest.fixture(params=["pillow", "opencv"])
+def image_decoder(request, monkeypatch):
+    """Each of compat's image decoders in turn (PETASTREAM_IMAGE_DECODER): OpenCV, as Petastorm
+    decodes, where it is installed (CI installs it), and Pillow."""
+    from petastream.compat import _images
+
+    if request.param == "opencv":
+        pytest.importorskip("cv2")
+    monkeypatch.setenv("PETASTREAM_IMAGE_DECODER", request.param)
+    _images._opencv.cache_clear()
+    assert _images.decoder() == request.param
+    yield request.param
+    _images._opencv.cache_clear()

@@ -77,6 +77,7 @@ def test_object_arrays_are_not_unpickled():
 
 @pytest.mark.parametrize("shape,dtype,colour_type,depth", [
     ((6, 5, 3), np.uint8, 2, 8), ((6, 5), np.uint8, 0, 8), ((6, 5), np.uint16, 0, 16)])
+@pytest.mark.usefixtures("image_decoder")
 def test_png_round_trip_and_layout(shape, dtype, colour_type, depth):
     rng = np.random.default_rng(1)
     value = rng.integers(0, np.iinfo(dtype).max, size=shape, endpoint=True).astype(dtype)
@@ -91,6 +92,7 @@ def test_png_round_trip_and_layout(shape, dtype, colour_type, depth):
 @pytest.mark.parametrize("mode,fmt,target", [
     ("RGB", "PNG", "RGB"), ("L", "PNG", "L"), ("1", "PNG", "L"), ("P", "PNG", "RGB"),
     ("RGB", "JPEG", "RGB"), ("L", "JPEG", "L")])
+@pytest.mark.usefixtures("image_decoder")
 def test_image_decode_each_mode_owned_and_as_converted(mode, fmt, target):
     """Grey and RGB files are decoded without Pillow's convert() (they are already in the mode
     returned); every mode still gives convert()'s pixels, from bytes or from a memoryview into a
@@ -127,6 +129,7 @@ def test_png_stores_rgb_not_bgr():
         assert image.getpixel((0, 0)) == (255, 0, 0)
 
 
+@pytest.mark.usefixtures("image_decoder")
 def test_jpeg_quality_and_lossy_round_trip():
     value = np.add.outer(np.arange(16), np.arange(16)).astype(np.uint8) * 7
     field = _field(np.uint8, (16, 16), CompressedImageCodec("jpeg", 95))
@@ -149,7 +152,7 @@ def test_image_errors():
         codec.encode(_field(np.uint16, (2, 2, 3), codec, "img"), np.zeros((2, 2, 3), np.uint16))
 
 
-def test_image_decode_refusals():
+def test_image_decode_refusals(image_decoder):
     from PIL import Image
 
     rgba = io.BytesIO()
@@ -157,11 +160,29 @@ def test_image_decode_refusals():
     codec = CompressedImageCodec("png")
     with pytest.raises(ValueError, match=r"Got \(2, 2, 4\)"):
         codec.decode(_field(np.uint8, (2, 2, 3), codec), rgba.getvalue())
-    # A 16-bit colour PNG (as OpenCV writes for uint16 RGB): Pillow would read 8 bits of it.
-    png16 = bytearray(rgba.getvalue())
-    png16[24], png16[25] = 16, 2
-    with pytest.raises(EncodingError, match="'img': a 16-bit colour PNG"):
-        codec.decode(_field(np.uint16, (2, 2, 3), codec, "img"), bytes(png16))
+    with pytest.raises(Exception, match="'img'"):
+        codec.decode(_field(np.uint8, (2, 2, 3), codec, "img"), b"not an image")
+
+
+def test_a_16_bit_colour_png_decodes_as_petastorm_with_opencv_and_is_refused_by_pillow(monkeypatch):
+    cv2 = pytest.importorskip("cv2")
+    from petastream.compat import _images
+
+    rgb = np.arange(12, dtype=np.uint16).reshape(2, 2, 3) * 5000
+    ok, png16 = cv2.imencode(".png", rgb[:, :, ::-1])  # as Petastorm writes: the channels reversed
+    assert ok and (png16[24], png16[25]) == (16, 2)
+    codec = CompressedImageCodec("png")
+    field = _field(np.uint16, (2, 2, 3), codec, "img")
+    for decoder in ("opencv", "pillow"):
+        monkeypatch.setenv("PETASTREAM_IMAGE_DECODER", decoder)
+        _images._opencv.cache_clear()
+        if decoder == "opencv":
+            decoded = codec.decode(field, png16.tobytes())
+            assert decoded.dtype == np.uint16 and np.array_equal(decoded, rgb)
+        else:  # Pillow would read 8 bits of it: refused rather than other pixels
+            with pytest.raises(EncodingError, match="'img': a 16-bit colour PNG"):
+                codec.decode(field, png16.tobytes())
+    _images._opencv.cache_clear()
 
 
 def test_scalar_codec_encode_like_petastorm():

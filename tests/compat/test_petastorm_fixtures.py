@@ -54,6 +54,7 @@ def test_row_groups_in_petastorm_order(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.usefixtures("image_decoder")
 def test_every_value_as_petastorm_decodes_it(name):
     expected = _expected(name)["rows"]
     rows = sorted(read_rows(_url(name)), key=lambda r: int(r.id))
@@ -64,9 +65,10 @@ def test_every_value_as_petastorm_decodes_it(name):
     assert type(rows[0]).__name__ == f"{_expected(name)['schema_name']}_view"
 
 
+@pytest.mark.usefixtures("image_decoder")
 def test_jpeg_pixels_equal_opencv_decode():
-    # Lossy: what is compared is Pillow's decode of Petastorm's (OpenCV's) files with OpenCV's
-    # decode of them, which make_fixtures.py recorded.
+    # Lossy: what is compared is each decoder's decode of Petastorm's (OpenCV's) files with
+    # OpenCV's decode of them, which make_fixtures.py recorded.
     expected = {int(decode(r["id"])): r for r in _expected("all_codecs")["rows"]}
     for row in read_rows(_url("all_codecs")):
         for field in ("jpeg_rgb", "jpeg_gray"):
