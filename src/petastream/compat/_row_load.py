@@ -68,6 +68,14 @@ def _rows_kept(num_rows: int, spec: LoadSpec, drop: tuple[int, int], epoch_seed:
     return order
 
 
+def _take(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """Rows ``rows`` of ``table``: the table itself when they are all of its rows in order
+    (no shuffle, no drop partition), which is most reads; a take copies every column."""
+    if len(rows) == table.num_rows and (not len(rows) or (rows[0] == 0 and (np.diff(rows) == 1).all())):
+        return table
+    return table.take(pa.array(rows))
+
+
 def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch_seed: int | None = None) -> list[Any]:
     """The rows (namedtuples of ``spec.out_schema``) of row group ``spec.pieces[index]``."""
     piece = spec.pieces[index]
@@ -75,7 +83,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
     predicate = spec.predicate
     if predicate is None:
         table = _read(spec, piece, names)
-        table = table.take(pa.array(_rows_kept(table.num_rows, spec, drop, epoch_seed, index)))
+        table = _take(table, _rows_kept(table.num_rows, spec, drop, epoch_seed, index))
         columns = decode_table(spec.read_schema, table)
     else:
         fields = sorted(predicate.get_fields())
@@ -86,7 +94,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
             raise ValueError(f"At least some column names requested by the predicate ({', '.join(sorted(invalid))}) "
                              f"are not valid schema names: ({', '.join(names)})")
         first = _read(spec, piece, fields)
-        first = first.take(pa.array(_rows_kept(first.num_rows, spec, drop, epoch_seed, index)))
+        first = _take(first, _rows_kept(first.num_rows, spec, drop, epoch_seed, index))
         decoded = decode_table(spec.read_schema, first, fields)
         mask = predicate_mask(predicate, decoded, first.num_rows)
         if not mask.any():
@@ -95,7 +103,7 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
         others = [n for n in names if n not in decoded]
         if others:
             rest = _read(spec, piece, others)
-            rest = rest.take(pa.array(_rows_kept(rest.num_rows, spec, drop, epoch_seed, index)[mask]))
+            rest = _take(rest, _rows_kept(rest.num_rows, spec, drop, epoch_seed, index)[mask])
             columns.update(decode_table(spec.read_schema, rest, others))
     return _make_rows(spec, columns)
 
