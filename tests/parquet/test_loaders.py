@@ -126,6 +126,7 @@ def test_list_columns_reach_torch_as_a_tensor_per_row_or_as_one_tensor(tmp_path)
                    str(tmp_path / "f.parquet"), row_group_size=25)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "not writable" warning from torch
+        warnings.filterwarnings("ignore", "column 'w' is read as variable-length")  # below
         batches = list(loader(str(tmp_path), 16, shuffle=True, seed=3))
     seen = 0
     for b in batches:
@@ -137,6 +138,9 @@ def test_list_columns_reach_torch_as_a_tensor_per_row_or_as_one_tensor(tmp_path)
             b["v"][0].fill_(-1)  # each row's values are its own
             assert b["v"][1].tolist() == values[b["id"][1].item()]
     assert seen == len(ids)
+    # Column w has 3 values in every row: said once, with the fix.
+    with pytest.warns(UserWarning, match=r"column 'w' .* array_lengths=\{'w': 3\}"):
+        list(loader(str(tmp_path), 16, num_workers=1))
     fixed = ParquetSource(str(tmp_path), array_lengths={"w": 3})
     for b in loader(fixed, 16):
         assert isinstance(b["w"], torch.Tensor) and b["w"].shape == (len(b["id"]), 3)

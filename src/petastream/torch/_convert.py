@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +37,26 @@ def to_torch(col: Any) -> Any:
 
 def to_tensors(batch: dict[str, Any]) -> dict[str, Any]:
     """Decoded numpy columns -> tensors (lists where a tensor cannot hold them)."""
+    for name, col in batch.items():
+        if isinstance(col, Ragged):
+            _hint_fixed_length(name, col)
     return {name: to_torch(col) for name, col in batch.items()}
+
+
+def _hint_fixed_length(name: str, col: Ragged) -> None:
+    """Say when a variable-length column's batch has one length throughout (once per column:
+    Python's warning filter shows a message once): a Parquet list column of, say, 16 features
+    per row reads 10x faster as one (rows, 16) tensor (``array_lengths``) than as a tensor per
+    row, and nothing in the file says its rows agree."""
+    lengths = col.lengths()
+    if len(lengths) < 2 or not lengths[0] or (lengths != lengths[0]).any():
+        return
+    n = int(lengths[0])
+    warnings.warn(
+        f"column {name!r} is read as variable-length arrays (a tensor per row), and every row of this "
+        f"batch has {n} values: if every row of the data has, open the source with "
+        f"array_lengths={{{name!r}: {n}}} (petastream.parquet.open_parquet, or dataset_options=) to get one "
+        f"(rows, {n}) tensor per batch, many times faster", UserWarning, stacklevel=2)
 
 
 def to_pinned_tensors(batch: dict[str, Any]) -> dict[str, Any]:
