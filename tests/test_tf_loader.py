@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
 import time
 from decimal import Decimal
 
@@ -16,6 +15,7 @@ import petastream.tf as ptf
 from petastream.errors import InvalidArgumentError
 from petastream.mds.writer import write_mds
 from petastream.tf import NonUniformArrayError, TFLoader
+from tests.threads import petastream_threads, settles_to
 
 pytestmark = pytest.mark.tf
 N = 1000
@@ -190,16 +190,16 @@ def test_steps_across_epochs_of_one_iteration(url):
 
 
 def test_an_abandoned_iteration_is_followed_by_a_whole_new_epoch(url):
+    before = petastream_threads()
     loader = TFLoader(url, BS, shuffle=True, seed=6, num_workers=3, batches_per_call=1, worker_type="thread")
     ds = loader.as_dataset()
     it = iter(ds)
     for _ in range(3):
         next(it)
-    before = threading.active_count()
     del it
     gc.collect()
     epoch1 = _ids(ds)  # as a DataLoader: the rest of epoch 0 is dropped, this is all of epoch 1
-    assert threading.active_count() <= before
+    assert settles_to(before) <= before
     reference = TFLoader(url, BS, shuffle=True, seed=6)
     reference.set_epoch(1)
     assert sorted(epoch1) == list(range(N)) and epoch1 == _ids(reference.as_dataset())

@@ -13,6 +13,7 @@ import torch
 
 from petastream.mds.writer import write_mds
 from petastream.torch import TorchLoader, loader
+from tests.threads import petastream_threads, settles_to
 
 pytestmark = pytest.mark.torch
 N = 2500
@@ -93,14 +94,13 @@ def test_cpu_device_is_the_same_path(url):
 
 
 def test_early_break_releases_threads(url):
-    import threading
 
-    before = threading.active_count()
+    before = petastream_threads()
     for _ in range(5):
         for i, _ in enumerate(loader(url, 10, num_workers=3)):
             if i == 2:
                 break
-    assert threading.active_count() <= before + 1
+    assert settles_to(before) <= before
 
 
 def test_decode_errors_reach_the_consumer(url):
