@@ -98,3 +98,13 @@ def test_more_shards_than_a_16_bit_key():
     ids = np.array([70_003, 69_999, 1, 70_000, 0, 69_999])
     assert _as_lists(group_by_shard(ids, offsets)) == [
         (0, [0], [4]), (1, [0], [2]), (69_999, [0, 0], [1, 5]), (70_000, [3, 0], [0, 3])]
+
+
+def test_ids_of_one_shard_are_one_group_in_their_order(rng):
+    sizes = [0, 5, 0, 7, 3, 0]
+    offsets = shard_offsets(sizes)
+    for s in (1, 3, 4):
+        ids = rng.integers(offsets[s], offsets[s + 1], 20)  # shuffled, with repeats
+        groups = group_by_shard(ids, offsets)
+        assert _as_lists(groups) == [(s, (ids - offsets[s]).tolist(), list(range(20)))]
+        assert _as_lists(groups) == _as_lists(group_by_shard(ids, offsets, np.full(20, s)))

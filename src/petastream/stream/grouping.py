@@ -73,6 +73,9 @@ def group_by_shard(ids: np.ndarray, shard_offsets: np.ndarray,
             f"sample id {lo if lo < off[0] else hi} is outside the dataset [{int(off[0])}, "
             f"{int(off[-1])}); pass the shard_offsets of the dataset these ids were planned for"
         )
+    first = int(np.searchsorted(off, lo, side="right")) - 1  # the shard holding the smallest id
+    if shards is None and hi < off[first + 1]:  # all in one shard (a whole-shard chunk): as they are
+        return [ShardGroup(first, ids - off[first], np.arange(ids.size))]
     if shards is None and bool(np.all(ids[1:] >= ids[:-1])):  # runs: cut, nothing to move
         cut = np.searchsorted(ids, off, side="left").tolist()
         return [ShardGroup(s, ids[a:b] - off[s], np.arange(a, b))
