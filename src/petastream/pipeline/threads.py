@@ -8,11 +8,10 @@ the cost of pickling batches between processes. Worker ``w`` produces the pass's
 Batches cross a queue in lists of ``_HANDOFF`` (a worker's first batch alone, for the first
 batch's latency; its last list may be shorter): a queue's put and get wake the other thread,
 which then waits for the interpreter lock, and per batch of 1,024 small rows that hand-over
-cost as much as decoding the batch. (Putting a batch alone whenever the queue was empty made
-a consumer that kept up with its workers hand over one batch at a time again: the epochs of
-one loader ran at 6M or 9.6M rows/s, depending on which pattern it fell into.) Memory is bounded by
-``W * (prefetch + 1) * _HANDOFF`` batches (views of their decoded chunks, mostly) plus one
-decoded chunk per worker.
+cost as much as decoding the batch. (Putting a batch alone whenever the queue is empty would
+fall back to one-by-one hand-over exactly when the consumer keeps up with its workers.) Memory
+is bounded by ``W * (prefetch + 1) * _HANDOFF`` batches (views of their decoded chunks, mostly)
+plus one decoded chunk per worker.
 
 Failure handling, so that nothing hangs:
 
