@@ -11,7 +11,8 @@ import numpy as np
 
 from petastream.errors import EncodingError
 
-__all__ = ["kind_name", "arrow_decode", "ranges_to_objects", "ranges_as_ragged", "arrow_to_objects"]
+__all__ = ["kind_name", "arrow_decode", "ranges_to_objects", "ranges_as_ragged", "arrow_to_objects",
+           "binary_as_ragged"]
 
 
 def kind_name(kind: str) -> str:
@@ -54,7 +55,6 @@ def ranges_as_ragged(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     import pyarrow as pa
 
     from petastream.mds.gather import gather_ranges_arrow
-    from petastream.mds.ndarray import Ragged
 
     arr = gather_ranges_arrow(buffer, starts, lengths)  # large_binary: int64 offsets
     if utf8:
@@ -62,6 +62,14 @@ def ranges_as_ragged(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
             arr.cast(pa.large_string())  # zero-copy; validates UTF-8
         except pa.ArrowInvalid as e:
             raise EncodingError(f"'str' column holds bytes that are not valid UTF-8: {e}") from e
+    return binary_as_ragged(arr)
+
+
+def binary_as_ragged(arr: Any) -> Any:
+    """A ``large_binary`` (or ``large_string``) Arrow array's values as
+    :class:`~petastream.mds.ndarray.Ragged` uint8: views of its buffers, no copy."""
+    from petastream.mds.ndarray import Ragged
+
     _, off_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(arr) + 1, offset=8 * arr.offset)
     first, last = int(offsets[0]), int(offsets[-1])

@@ -25,6 +25,7 @@ import numpy as np
 
 from petastream.errors import EncodingError, InternalError
 from petastream.mds.ndarray import Ragged
+from petastream.mds.text_columns import binary_as_ragged
 from petastream.parquet.types import ColumnSpec
 from petastream.spark import NullValuesError
 
@@ -286,12 +287,7 @@ def take(col: Any, rows: np.ndarray | slice, strings: str = "objects") -> Any:
 def _ragged(arr: Any, rows: np.ndarray | slice) -> Ragged:
     """The bytes of ``str``/``bytes`` values as :class:`Ragged` uint8 (``strings="ragged"``)."""
     part = arr.slice(rows.start, rows.stop - rows.start) if isinstance(rows, slice) else arr.take(rows)
-    _, off_buf, data_buf = part.buffers()
-    offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(part) + 1, offset=8 * part.offset)
-    first, last = int(offsets[0]), int(offsets[-1])
-    values = (np.frombuffer(data_buf, dtype=np.uint8, count=last - first, offset=first)
-              if last > first else np.zeros(0, np.uint8))
-    return Ragged(values, offsets - first)
+    return binary_as_ragged(part)
 
 
 def empty(spec: ColumnSpec, strings: str = "objects") -> Any:
