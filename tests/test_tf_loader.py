@@ -552,6 +552,12 @@ def test_an_abandoned_iteration_leaves_the_workers_to_the_next_epoch(url):
     pool = loader.executor.pool
     del it
     gc.collect()
+    # The first pass may have run in threads while the pool started beside it; a loaded machine
+    # may not have started it by the next epoch either (that epoch would run in threads too):
+    # wait for its workers, then the new epoch must take this pool, not start another.
+    deadline = time.monotonic() + 120
+    while not pool.ready() and time.monotonic() < deadline:
+        time.sleep(0.05)
     epoch1 = _ids(ds)
     assert loader.executor.pool is pool and not pool.closed  # no new processes for the new epoch
     reference = TFLoader(url, BS, shuffle=True, seed=6, worker_type="thread")

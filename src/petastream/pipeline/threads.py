@@ -6,7 +6,8 @@ the cost of pickling batches between processes. Worker ``w`` produces the pass's
 ``t % W``: batches come out in plan order with no reorder buffer.
 
 Batches cross a queue in lists of ``_HANDOFF`` (a worker's first batch alone, for the first
-batch's latency; its last list may be shorter): a queue's put and get wake the other thread,
+batch's latency; its last list may be shorter; one by one for a source read through a bounded
+cache, see :meth:`ThreadExecutor.run`): a queue's put and get wake the other thread,
 which then waits for the interpreter lock, and per batch of 1,024 small rows that hand-over
 cost as much as decoding the batch. (Putting a batch alone whenever the queue is empty would
 fall back to one-by-one hand-over exactly when the consumer keeps up with its workers.) Memory
@@ -54,7 +55,12 @@ class ThreadExecutor:
         self.num_workers, self.prefetch = num_workers, prefetch
 
     def run(self, work: PassWork) -> ThreadRun:
-        return ThreadRun(work, work.num_items, self.num_workers, self.prefetch)
+        # A source read through a bounded cache had its shuffle window fitted to the reach of
+        # decoders that stay a few batches ahead of the consumer; lists of batches would let
+        # them start the next chunk's shards sooner and evict what other ranks of the node
+        # still need (drifting ranks fetched shards 1.4x the ideal): hand over one by one there.
+        handoff = 1 if work.dataset.cache_limit is not None else _HANDOFF
+        return ThreadRun(work, work.num_items, self.num_workers, self.prefetch, handoff=handoff)
 
     def close(self) -> None:
         pass
@@ -64,7 +70,8 @@ class ThreadRun:
     """Iterate ``num_batches`` items produced by ``work(w, W)`` in ``num_workers`` threads."""
 
     def __init__(self, work: Callable[[int, int], Iterator[tuple[int, Any]]], num_batches: int,
-                 num_workers: int, prefetch: int, name: str = "petastream-decode"):
+                 num_workers: int, prefetch: int, name: str = "petastream-decode", handoff: int = _HANDOFF):
+        self._handoff = max(1, handoff)
         self._workers = max(1, min(num_workers, num_batches))
         self._order = PassOrder(num_batches, self._workers)
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=prefetch) for _ in range(self._workers)]
@@ -160,7 +167,7 @@ class ThreadRun:
                 if len(ready) >= handoff:
                     if not self._put(q, ready):
                         return
-                    ready, handoff = [], _HANDOFF
+                    ready, handoff = [], self._handoff
             ready.append(_END)
         except BaseException as e:  # handed to the consumer (after the items before it), who raises it
             ready.append(e)
