@@ -40,7 +40,10 @@ class FakePool:
 
 
 class Work:
+    """A pass of no items (what an executor reads of a PassWork: its items and its source)."""
+
     num_items = 0
+    dataset = type("Source", (), {"cache_limit": None})()
 
     def __call__(self, w, n):
         return iter(())
