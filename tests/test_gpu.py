@@ -86,6 +86,14 @@ def test_pinned_conversion_is_page_locked():
 
 
 @cuda
+def test_a_batch_arrives_in_one_device_allocation(url):
+    # Packed in one pinned block, moved in one copy: the tensors are views of one device storage.
+    for b in loader(url, 128, device="cuda"):
+        assert len({b[k].untyped_storage().data_ptr() for k in ("id", "x", "u8", "flag")}) == 1
+        assert all(b[k].is_cuda for k in ("id", "x", "u8", "flag")) and isinstance(b["s"], list)
+
+
+@cuda
 @pytest.mark.parametrize("pin", [True, False])
 @pytest.mark.parametrize("worker_type", ["thread", "process"])
 def test_device_batches_equal_host_batches(url, pin, worker_type):

@@ -7,8 +7,9 @@ dataset (ours or Mosaic-written) as ``dict[str, Tensor]``:
   ``uint16``/``uint32`` widen to ``int32``/``int64`` (as Petastorm; torch lacks most ops on them);
 * ``str``/``bytes``/decimal columns come back as Python lists, variable-length arrays as lists
   of tensors (Petastorm raises ``TypeError`` on both);
-* with a CUDA ``device`` the workers pin each batch and the loader copies batch ``t+1`` on a
-  side stream while batch ``t`` is in use (:mod:`petastream.torch._staging`).
+* with a CUDA ``device`` the workers pack each batch's tensors into one pinned block and the
+  loader copies batch ``t+1`` on a side stream while batch ``t`` is in use
+  (:mod:`petastream.torch._staging`).
 
 Iteration (the same for every petastream loader, :mod:`petastream.pipeline`): each
 ``iter(loader)`` is the next epoch, every sample exactly once, ``len(loader)`` batches;

@@ -6,7 +6,9 @@ copy would queue behind the step, is left to the model. Handing a batch out make
 consumer's current stream wait on the copy's event (a GPU-side wait; the host does not block)
 and marks the tensors as used by that stream (``record_stream``), so the caching allocator
 cannot give their memory to the next copy while the step still reads them. With pinned host
-memory (``pin_memory``, the default for CUDA) the copies are truly asynchronous.
+memory (``pin_memory``, the default for CUDA) the copies are truly asynchronous, and each
+batch arrives packed in one block (:mod:`petastream.torch._packing`): one copy and one
+``record_stream`` a batch, its tensors views of the copy.
 
 Other devices (``mps``, ``xla``...) get a plain ``.to(device)``; ``cpu`` needs no stage.
 
@@ -22,12 +24,9 @@ from typing import Any
 
 import torch
 
+from petastream.torch._packing import to_device
+
 __all__ = ["DeviceRun"]
-
-
-def _move(batch: dict[str, Any], device: torch.device, non_blocking: bool) -> dict[str, Any]:
-    return {k: v.to(device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
-            for k, v in batch.items()}
 
 
 class DeviceRun:
@@ -37,7 +36,7 @@ class DeviceRun:
         self._run, self._device = run, device
         self._cuda = device.type == "cuda"
         self._stream = torch.cuda.Stream(device) if self._cuda else None
-        self._pending: tuple[dict[str, Any], Any] | None = None
+        self._pending: tuple[dict[str, Any], Any, list[torch.Tensor]] | None = None
 
     def __iter__(self) -> DeviceRun:
         return self
@@ -52,23 +51,22 @@ class DeviceRun:
             self._pending = None
         return self._hand_out(*ready)
 
-    def _issue(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    def _issue(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any, list[torch.Tensor]]:
         if not self._cuda:
-            return _move(batch, self._device, False), None
+            return to_device(batch, self._device, False)[0], None, []
         with torch.cuda.stream(self._stream):
-            moved = _move(batch, self._device, True)
+            moved, owners = to_device(batch, self._device, True)
             event = torch.cuda.Event()
             event.record(self._stream)
-        return moved, event
+        return moved, event, owners
 
-    def _hand_out(self, batch: dict[str, Any], event: Any) -> dict[str, Any]:
+    def _hand_out(self, batch: dict[str, Any], event: Any, owners: list[torch.Tensor]) -> dict[str, Any]:
         if event is None:
             return batch
         current = torch.cuda.current_stream(self._device)
         current.wait_event(event)
-        for v in batch.values():
-            if isinstance(v, torch.Tensor):
-                v.record_stream(current)
+        for t in owners:  # one per device allocation: the views of a packed batch share theirs
+            t.record_stream(current)
         return batch
 
     def close(self) -> None:
