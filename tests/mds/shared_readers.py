@@ -4,15 +4,17 @@ Each child is one rank of a job (``rank`` of ``world``, ``LOCAL_WORLD_SIZE=world
 on this node) reading a shuffled :class:`~petastream.pipeline.BatchLoader` of an S3 dataset
 through one cache directory with a ``cache_limit``. It takes batches only when told: the
 parent writes ``<k>`` on its stdin, the child takes ``k`` batches and answers ``<taken>``
-(fewer at the end of its run). So drift is set by the schedule, not by timing: in each round
-reader ``i`` takes ``speeds[i]`` batches (a reader ahead by ``max_lead`` batches of the slowest
-one still running waits), and the GETs the S3 server saw are compared with the ideal, each
-shard once per epoch (:func:`run_readers`).
+(fewer at the end of its run), or ``blocked`` first when petastream's pacing makes it wait
+for a reader behind it (``loader.pacer.waiting_for``). So drift is set by the schedule, not by
+timing: in each round reader ``i`` takes ``speeds[i]`` batches, so the readers drift apart as
+far as pacing lets them, and the GETs the S3 server saw are compared with the ideal, each shard once
+per epoch (:func:`run_readers`).
 """
 
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 CHILD = r"""
 import sys
+import threading
 import numpy as np
 import petastream
 from petastream.pipeline import BatchLoader
@@ -32,27 +35,40 @@ loader = BatchLoader(ds, int(batch), shuffle=True, seed=5, num_workers=1, num_ep
 print(f"window {loader.planner.window} batches {len(loader)}", flush=True)
 it = iter(loader)
 total = 0
-for line in sys.stdin:
-    taken = 0
-    for _ in range(int(line)):
+
+def take(k, out):
+    global total
+    for _ in range(k):
         batch = next(it, None)
         if batch is None:
             break
         total += int(batch["id"].sum())
-        taken += 1
-    print(taken, flush=True)
-    if taken < int(line):
+        out.append(1)
+
+for line in sys.stdin:
+    taken = []
+    t = threading.Thread(target=take, args=(int(line), taken))
+    t.start()
+    said = False
+    while t.is_alive():
+        t.join(0.02)
+        if loader.pacer is not None and loader.pacer.waiting_for and not said:
+            print("blocked", flush=True)  # waiting for a reader behind: the parent moves it on
+            said = True
+    print(len(taken), flush=True)
+    if len(taken) < int(line):
         break
 print(f"total {total}", flush=True)
 """
 
 
 def run_readers(url: str, cache_dir: str, limit: int, speeds: Sequence[int], *, env: dict[str, str],
-                epochs: int = 2, batch: int = 50, max_lead: int | None = None, nodes: int = 1) -> list[int]:
+                epochs: int = 2, batch: int = 50, nodes: int = 1) -> list[int]:
     """Run ``len(speeds)`` ranks of one job on ``cache_dir``, paced as the module says; returns
     the sum of the ids each read (every rank's share of every epoch, checked by the caller).
     ``nodes``: the ranks split over that many "nodes", each with a cache of its own
-    (``cache_dir/node<k>``; the ideal is then each shard once per epoch per node)."""
+    (``cache_dir/node<k>``; the ideal is then each shard once per epoch per node).
+"""
     world = len(speeds)
     per_node = -(-world // nodes)
     child_env = {**env, "LOCAL_WORLD_SIZE": str(per_node),
@@ -66,20 +82,7 @@ def run_readers(url: str, cache_dir: str, limit: int, speeds: Sequence[int], *, 
         heads = [_line(p) for p in procs]
         lengths = [int(h.split()[3]) for h in heads]
         done = [0] * world
-        while any(d < n for d, n in zip(done, lengths)):
-            running = [d for d, n in zip(done, lengths) if d < n]
-            floor = min(running)
-            for i, p in enumerate(procs):
-                if done[i] >= lengths[i]:
-                    continue
-                step = speeds[i]
-                if max_lead is not None:
-                    step = min(step, max(0, floor + max_lead - done[i]))
-                if step == 0:
-                    continue
-                p.stdin.write(f"{step}\n")
-                p.stdin.flush()
-                done[i] += int(_line(p))
+        _in_rounds(procs, speeds, lengths, done)
         totals = []
         for p in procs:
             p.stdin.close()
@@ -91,6 +94,38 @@ def run_readers(url: str, cache_dir: str, limit: int, speeds: Sequence[int], *, 
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def _in_rounds(procs: list, speeds: Sequence[int], lengths: list[int], done: list[int]) -> None:
+    """Rounds in which reader ``i`` takes ``speeds[i]`` batches. A reader that answers "blocked" is waiting
+    (petastream's pacing) for a reader behind it: the rounds go on without it, and its count
+    is taken when it comes."""
+    blocked: set[int] = set()
+    while any(d < n for d, n in zip(done, lengths)):
+        running = sum(d < n for d, n in zip(done, lengths))
+        for i in _answered(procs, blocked, wait=len(blocked) == running):
+            done[i] += int(_line(procs[i]))
+            blocked.discard(i)
+        for i, p in enumerate(procs):
+            if done[i] >= lengths[i] or i in blocked:
+                continue
+            p.stdin.write(f"{speeds[i]}\n")
+            p.stdin.flush()
+            answer = _line(p)
+            if answer == "blocked":
+                blocked.add(i)
+            else:
+                done[i] += int(answer)
+
+
+def _answered(procs: list, blocked: set[int], *, wait: bool) -> list[int]:
+    """The blocked readers whose count has come (``wait``: at least one, however long)."""
+    if not blocked:
+        return []
+    ready, _, _ = select.select([procs[i].stdout for i in blocked], [], [], 600 if wait else 0)
+    if wait and not ready:
+        raise RuntimeError("no blocked reader answered in 600 s")
+    return [i for i in blocked if procs[i].stdout in ready]
 
 
 def _line(p: subprocess.Popen) -> str:

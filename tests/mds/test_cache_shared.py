@@ -27,24 +27,27 @@ N_ROWS = 12_000
 
 @pytest.mark.cloud
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("speeds", "max_lead", "nodes"), [
-    ((1, 2), 30, 1),  # rank 1 runs ahead of rank 0 by up to 30 of its 120 batches (~2.5 windows)
-    ((1, 2, 3, 4), 20, 1),  # four ranks, the fastest up to 20 of 60 batches (~9 windows) ahead
-    ((1, 2, 1, 2), 20, 2),  # two nodes of two ranks, each node with its own cache
+@pytest.mark.parametrize(("speeds", "nodes"), [
+    ((1, 2), 1),  # two ranks, one asking twice the batches of the other each time
+    ((1, 2, 3, 4), 1),  # four ranks on one node, at four paces
+    ((1, 3, 1, 3), 2),  # two nodes of two ranks, each node with its own cache
 ], ids=["2-ranks", "4-ranks", "2-nodes-of-2-ranks"])
-def test_drifting_ranks_fetch_each_shard_about_once_per_epoch(recorded_bucket, tmp_path, speeds, max_lead, nodes):
+def test_free_running_ranks_fetch_each_shard_about_once_per_epoch(recorded_bucket, tmp_path, speeds, nodes):
     url, server, env = recorded_bucket
     _write(f"{url}/ds", n=N_ROWS, size_limit=20_000)
     probe = petastream.open(f"{url}/ds", cache_dir=str(tmp_path / "probe"))
     shards, raw = probe.num_shards, int(probe.cached_shard_bytes().sum())
     assert shards >= 50
     server.reset()
-    # Each round, rank i takes speeds[i] batches, unless that puts it more than max_lead
-    # batches ahead of the slowest: drift set by the schedule, not by timing. Before readers
-    # honoured each other's announcements and fitted the window to their share of the cache,
-    # about 1.9x (2 ranks), 2.1x (4 ranks) and 2.1x (2 nodes) the ideal; now 0.88-0.95x.
-    totals = run_readers(f"{url}/ds", str(tmp_path / "c"), raw // 2, speeds, env=env, epochs=2,
-                         max_lead=max_lead, nodes=nodes)
+    # Each round rank i takes speeds[i] batches, unless petastream's pacing makes it wait for a
+    # rank more than a few windows behind it on its cache: the drift is the schedule's, bounded
+    # only by pacing. Without pacing these cases made 1.44x, 2.45x and 1.44x the ideal GETs
+    # (and up to 13.75x with four ranks left to run at their own speeds); with it, 0.87-0.88x
+    # (below 1: shards still cached from the first epoch serve the second).
+    # (A rank silent for PETASTREAM_PACE_IDLE_S is not waited for; on a loaded machine a rank
+    # could be starved that long, so the test leaves idleness to tests/pipeline/test_pacing.py.)
+    totals = run_readers(f"{url}/ds", str(tmp_path / "c"), raw // 2, speeds, epochs=2, nodes=nodes,
+                         env={**env, "PETASTREAM_PACE_IDLE_S": "600"})
     assert sum(totals) == 2 * N_ROWS * (N_ROWS - 1) // 2  # every row once per epoch, over the ranks
     gets = server.shard_gets()
     ideal = 2 * shards * nodes  # each shard once per epoch per node

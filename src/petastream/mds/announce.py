@@ -7,6 +7,7 @@ through a cache directory publishes its needed-soon keys there::
 
     <root>/v1/readers/<pid>-<nonce>.lock    held (exclusive flock) for the process's lifetime
     <root>/v1/readers/<pid>-<nonce>.keys    its needed-soon keys, soonest first, one a line
+    <root>/v1/readers/<pid>-<nonce>.pos     where its loaders are in their orders (pacing)
 
 Liveness is the ``flock``, as for pins: it dies with its process, so a killed reader's keys
 stop counting at once (the next reader that looks removes both files), and a reused pid cannot
@@ -15,6 +16,11 @@ revive them (the nonce differs). The ``.keys`` file is rewritten in place under 
 10 to 100 times that on ext4, which flushes a file renamed over another), and only when the set
 of keys changes: a loader announces per chunk, and its set changes about once per shuffle
 window. At most :data:`MAX_KEYS` keys are published.
+
+Positions (:mod:`petastream.pipeline.pacing`): a loader whose readers pace each other
+publishes, per order it reads (``plan``, a key its peers compute alike), the shuffle window it
+is in, with the time of its last heartbeat; one line a plan, rewritten when a position changes
+(about once per window) and every few seconds while it reads.
 """
 
 from __future__ import annotations
@@ -24,14 +30,25 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Iterable
+from typing import NamedTuple
 
-__all__ = ["Announcements", "MAX_KEYS"]
+__all__ = ["Announcements", "MAX_KEYS", "Position"]
 
 MAX_KEYS = 512  # keys published per process, soonest first (a few KB)
-_KEYS, _LOCK = ".keys", ".lock"
+_KEYS, _LOCK, _POS = ".keys", ".lock", ".pos"
+
+
+class Position(NamedTuple):
+    """Another live process's position in an order: ``window`` (counted from epoch 0) as of
+    ``seen`` (its last ``time.time()`` heartbeat), ``pid`` its process."""
+
+    pid: int
+    window: int
+    seen: float
 _LIVE: weakref.WeakSet[Announcements] = weakref.WeakSet()
 
 
@@ -50,6 +67,7 @@ class Announcements:
         self._fd: int | None = None  # the held .lock file
         self._keys_fd: int | None = None
         self._published: frozenset[str] = frozenset()
+        self._positions: dict[str, tuple[int, float]] = {}
 
     # -- this process -------------------------------------------------------------------------
     def publish(self, keys: Iterable[str]) -> bool:
@@ -59,36 +77,56 @@ class Announcements:
         with self._lock:
             if frozenset(wanted) == self._published:
                 return False
-            if self._fd is None or self._keys_fd is None:
+            if self._keys_fd is None:
                 if not wanted:
                     return False
-                os.makedirs(self.directory, exist_ok=True)
-                fd = os.open(self._path(_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(fd, fcntl.LOCK_EX)  # first: a .keys file never shows without it
-                self._fd = fd
-                self._keys_fd = os.open(self._path(_KEYS), os.O_RDWR | os.O_CREAT, 0o644)
-            data = "".join(f"{k}\n" for k in wanted).encode()
-            fcntl.flock(self._keys_fd, fcntl.LOCK_EX)
-            try:
-                os.pwrite(self._keys_fd, data, 0)
-                os.ftruncate(self._keys_fd, len(data))
-            finally:
-                fcntl.flock(self._keys_fd, fcntl.LOCK_UN)
+                self._keys_fd = self._open(_KEYS)
+            _rewrite(self._keys_fd, "".join(f"{k}\n" for k in wanted))
             self._published = frozenset(wanted)
             return True
+
+    def publish_position(self, plan: str, window: int, *, beat: bool = False) -> None:
+        """Say that this process's loader of order ``plan`` is in ``window`` (no write if it
+        already said so, unless ``beat``: the same window, at a fresh time)."""
+        with self._lock:
+            if self._positions.get(plan, (None, 0.0))[0] == window and not beat:
+                return
+            self._positions[plan] = (window, time.time())
+            self._write_positions()
+
+    def withdraw_position(self, plan: str) -> None:
+        """This process reads order ``plan`` no more (for now): nobody waits for it."""
+        with self._lock:
+            if self._positions.pop(plan, None) is not None:
+                self._write_positions()
+
+    def _write_positions(self) -> None:
+        fd = self._open(_POS)
+        _rewrite(fd, "".join(f"{plan} {w} {t!r}\n" for plan, (w, t) in self._positions.items()))
+        os.close(fd)
+
+    def _open(self, ext: str) -> int:
+        """This process's file ``ext``, created (after the liveness lock) if need be."""
+        if self._fd is None:
+            os.makedirs(self.directory, exist_ok=True)
+            fd = os.open(self._path(_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # first: no other file shows without it
+            self._fd = fd
+        return os.open(self._path(ext), os.O_RDWR | os.O_CREAT, 0o644)
 
     def withdraw(self) -> None:
         """Remove this process's announcement (at exit; a killed process's is ignored anyway)."""
         with self._lock:
             if self._fd is None or self._pid != os.getpid():
                 return
-            for ext in (_KEYS, _LOCK):
+            for ext in (_KEYS, _POS, _LOCK):
                 _remove(self._path(ext))
             for fd in (self._keys_fd, self._fd):
                 if fd is not None:
                     os.close(fd)
             self._fd = self._keys_fd = None
             self._published = frozenset()
+            self._positions = {}
             self._name = f"{self._pid}-{uuid.uuid4().hex[:12]}"  # never reuse a withdrawn name
 
     def after_fork_in_child(self) -> None:
@@ -127,12 +165,39 @@ class Announcements:
                 os.close(fd)
         return out
 
+    def positions(self, plan: str) -> list[Position]:
+        """Where every other live process's loader of order ``plan`` is."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            owner = name[: -len(_POS)]
+            if not name.endswith(_POS) or owner == self._name or not self._alive(owner):
+                continue
+            try:
+                fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                lines = _read_all(fd).decode().splitlines()
+            finally:
+                os.close(fd)
+            for line in lines:
+                theirs, window, since = line.split()
+                if theirs == plan:
+                    out.append(Position(int(owner.split("-", 1)[0]), int(window), float(since)))
+        return out
+
     def _alive(self, owner: str) -> bool:
-        keys, lock = (os.path.join(self.directory, owner + ext) for ext in (_KEYS, _LOCK))
+        keys, pos, lock = (os.path.join(self.directory, owner + ext) for ext in (_KEYS, _POS, _LOCK))
         try:
             fd = os.open(lock, os.O_RDONLY)
         except FileNotFoundError:  # withdrawn, or found dead by another reader meanwhile
             _remove(keys)
+            _remove(pos)
             return False
         try:
             try:
@@ -142,6 +207,7 @@ class Announcements:
             # Free: its owner is gone (a live one holds it from before its first .keys file,
             # and a name is never used again once withdrawn).
             _remove(keys)
+            _remove(pos)
             _remove(lock)
             return False
         finally:
@@ -149,6 +215,18 @@ class Announcements:
 
     def _path(self, ext: str) -> str:
         return os.path.join(self.directory, self._name + ext)
+
+
+def _rewrite(fd: int, text: str) -> None:
+    """Replace the file's contents in place, under its exclusive ``flock`` (readers take it
+    shared): never seen half-written."""
+    data = text.encode()
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _read_all(fd: int) -> bytes:

@@ -154,6 +154,11 @@ class ShardCache:
             self._protectors = [p for p in self._protectors if p() is not None]
             self._protectors.append(weakref.WeakMethod(keys_needed_soon))
 
+    @property
+    def peers(self) -> Announcements:
+        """What the processes on this cache tell each other: needed-soon keys, positions."""
+        return self._announcements
+
     def announce(self) -> None:
         """Tell the other processes on this cache what this one's readers need soon (call it
         when that may have changed: a new read-ahead request, a closed reader). Writes a file

@@ -27,6 +27,7 @@ import numpy as np
 
 from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
+from petastream.mds.announce import Announcements
 from petastream.mds.cache import ShardCache, default_cache_root
 from petastream.mds.index_sidecar import open_index
 from petastream.mds.layout import ColumnLayout
@@ -291,6 +292,12 @@ class MDSDataset:
         self._open.prefetch(wanted)
         if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
             self.cache.announce()
+
+    def cache_peers(self) -> Announcements | None:
+        """The processes sharing this dataset's bounded cache, through which loaders of one
+        order pace each other (:mod:`petastream.pipeline.pacing`); None without a
+        ``cache_limit`` or when every shard is read in place."""
+        return self.cache.peers if self.cache_limit is not None and not self._all_in_place else None
 
     def for_epoch(self, seed: int, epoch: int) -> MDSDataset:
         return self  # an epoch reads the same samples (the Source protocol)

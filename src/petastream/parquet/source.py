@@ -40,6 +40,7 @@ from petastream.errors import (
     OutOfRangeError,
     UnknownColumnError,
 )
+from petastream.mds.announce import Announcements
 from petastream.mds.cache import ShardCache, default_cache_root
 from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mds.readahead import OpenShards
@@ -364,6 +365,12 @@ class ParquetSource:
         its share of its file (``fetch="file"``: a file's shards share it by their compressed
         bytes) or of its row group's ranges."""
         return self._cached_bytes.copy()
+
+    def cache_peers(self) -> Announcements | None:
+        """The processes sharing this source's bounded cache, through which loaders of one
+        order pace each other (:mod:`petastream.pipeline.pacing`); None without a
+        ``cache_limit`` or when nothing is read through the cache."""
+        return self.cache.peers if self.cache_limit is not None and self._cache_backed else None
 
     def close(self) -> None:
         """End of a pass: drop the queued read-ahead and the cached files kept mapped, and the

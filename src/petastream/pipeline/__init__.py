@@ -15,6 +15,7 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
           procpool/                  ProcessExecutor: our own worker processes, shared-memory
                                        hand-over, parked between passes; AutoExecutor
           petastream.torch           DataLoaderExecutor: DataLoader worker processes
+      paced (pacing.py) where other processes read the same order through a bounded cache,
       wrapped by consumer-side stages (a list): staging.py (MappedRun), device staging
           (petastream.torch._staging), compat's collate and stop check
 

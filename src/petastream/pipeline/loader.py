@@ -27,11 +27,12 @@ from typing import Any
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
+from petastream.pipeline.pacing import Pacer
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
 from petastream.source import Source, open_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
-from petastream.stream.budget import LoaderBudget, refit_advice
+from petastream.stream.budget import LoaderBudget, local_readers, refit_advice
 
 __all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers"]
 
@@ -103,7 +104,9 @@ class BatchLoader:
     than the source, with neither ``window`` nor ``block_size`` given, gets the window and
     block size that fit the limit (:class:`~petastream.stream.budget.LoaderBudget`: each shard
     is then downloaded about once per epoch); ``self.cache_fit`` says what was chosen (None:
-    the defaults).
+    the defaults). Where other processes read the same order through that cache (the ranks of
+    a node), the loader keeps within a few windows of the slowest of them
+    (``self.pacer``, :mod:`petastream.pipeline.pacing`), so that they share each download.
     """
 
     def __init__(
@@ -158,6 +161,10 @@ class BatchLoader:
         self.executor: Executor = executor if executor is not None else ThreadExecutor(num_workers, prefetch)
         self.work_stages: list[WorkStage] = list(work_stages)
         self.stages: list[RunStage] = list(stages)
+        peers = getattr(self.dataset, "cache_peers", None)  # an optional Source capability
+        peers = peers() if callable(peers) else None
+        #: Keeps this loader near the other readers of its order on a shared bounded cache.
+        self.pacer = Pacer(peers, self.dataset, local_readers() - 1) if peers is not None else None
 
     @property
     def cache_fit(self) -> CacheFit | None:
@@ -220,6 +227,8 @@ class BatchLoader:
 
     def _run_pass(self, plan: EpochPlan) -> PassRun:
         run = self.executor.run(self.pass_work(plan))
+        if self.pacer is not None:
+            run = self.pacer.wrap(run, plan)
         for stage in self.stages:
             run = stage(run)
         return run
