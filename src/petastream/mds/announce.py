@@ -143,16 +143,28 @@ class Announcements:
     def others(self) -> list[list[str]]:
         """The keys every other live process announced, each list soonest first. Dead
         processes' files are removed on the way."""
+        return [text.split() for _, text in self._read_others(_KEYS)]
+
+    def positions(self, plan: str) -> list[Position]:
+        """Where every other live process's loader of order ``plan`` is."""
+        out = []
+        for owner, text in self._read_others(_POS):
+            for line in text.splitlines():
+                theirs, window, seen = line.split()
+                if theirs == plan:
+                    out.append(Position(int(owner.split("-", 1)[0]), int(window), float(seen)))
+        return out
+
+    def _read_others(self, ext: str) -> list[tuple[str, str]]:
+        """``(owner, contents)`` of every other live process's ``ext`` file."""
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
         out = []
         for name in names:
-            if not name.endswith(_KEYS) or name == self._name + _KEYS:
-                continue
-            owner = name[: -len(_KEYS)]
-            if not self._alive(owner):
+            owner = name[: -len(ext)]
+            if not name.endswith(ext) or owner == self._name or not self._alive(owner):
                 continue
             try:
                 fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
@@ -160,35 +172,9 @@ class Announcements:
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)  # not while its owner rewrites it
-                out.append(_read_all(fd).decode().split())
+                out.append((owner, _read_all(fd).decode()))
             finally:
                 os.close(fd)
-        return out
-
-    def positions(self, plan: str) -> list[Position]:
-        """Where every other live process's loader of order ``plan`` is."""
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        out = []
-        for name in names:
-            owner = name[: -len(_POS)]
-            if not name.endswith(_POS) or owner == self._name or not self._alive(owner):
-                continue
-            try:
-                fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                lines = _read_all(fd).decode().splitlines()
-            finally:
-                os.close(fd)
-            for line in lines:
-                theirs, window, since = line.split()
-                if theirs == plan:
-                    out.append(Position(int(owner.split("-", 1)[0]), int(window), float(since)))
         return out
 
     def _alive(self, owner: str) -> bool:
