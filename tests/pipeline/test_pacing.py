@@ -170,3 +170,26 @@ def test_parquet_read_through_a_bounded_cache_is_paced(tmp_path):
     assert BatchLoader(open_parquet(str(tmp_path / "t.parquet"), cache_limit="1gb", **common), 50).pacer is not None
     assert BatchLoader(open_parquet(str(tmp_path / "t.parquet"), **common), 50).pacer is None
     assert BatchLoader(open_parquet(str(tmp_path / "t.parquet"), cache_limit="1gb"), 50).pacer is None  # in place
+
+
+def test_closing_the_run_ends_a_wait():
+    # tf.data pulls batches in its own thread, and a superseded pass is closed from another: a
+    # wait for a reader that never comes must end there, not at the idle timeout.
+    import threading
+
+    class Stuck(_Peers):
+        def positions(self, plan):
+            self.calls += 1
+            return [_Peer(-10)]  # far behind, and never idle
+
+    peers = Stuck([])
+    pacer = Pacer(peers, source=None, lead=1, idle_after=3600, poll=0.01)
+    run = pacer.wrap(_Run(10), _plan())
+    got = []
+    t = threading.Thread(target=lambda: got.append(next(run)))
+    t.start()
+    while not pacer.waiting_for and t.is_alive():
+        time.sleep(0.01)
+    run.close()
+    t.join(60)
+    assert not t.is_alive() and got == [0] and pacer.waiting_for == []

@@ -97,6 +97,7 @@ class PacedRun:
         self._handed = 0
         self._window: int | None = None
         self._beat = 0.0
+        self._closed = False  # set by close(), which may come from another thread mid-wait
 
     def __iter__(self) -> PacedRun:
         return self
@@ -119,7 +120,7 @@ class PacedRun:
 
     def _wait_for_peers(self, window: int) -> None:
         pacer, started, logged = self._pacer, time.monotonic(), False
-        while True:
+        while not self._closed:
             behind = [p for p in pacer.peers.positions(self._key)
                       if window - p.window > pacer.lead and time.time() - p.seen < pacer.idle_after]
             pacer.waiting_for = [p.pid for p in behind]
@@ -133,7 +134,9 @@ class PacedRun:
                          ", ".join(f"pid {p.pid} (window {p.window})" for p in behind), pacer.lead + 1,
                          pacer.idle_after)
             time.sleep(pacer.poll)
+        pacer.waiting_for = []
 
     def close(self) -> None:
+        self._closed = True
         self._pacer.peers.withdraw_position(self._key)
         self._run.close()
