@@ -70,15 +70,17 @@ def to_pinned_tensors(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in to_tensors(batch).items()}
 
 
-def _pin_for(device_index: int, batch: dict[str, Any]) -> dict[str, Any]:
+def _pin_for(device_index: int, pin: Callable[[dict[str, Any]], Any], batch: dict[str, Any]) -> Any:
     torch.cuda.set_device(device_index)  # thread-local, and cheap once set
-    return to_pinned_tensors(batch)
+    return pin(batch)
 
 
-def pinning_for(device_index: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """:func:`to_pinned_tensors` for decode threads serving CUDA device ``device_index``.
+def pinning_for(device_index: int,
+                pin: Callable[[dict[str, Any]], Any] = to_pinned_tensors) -> Callable[[dict[str, Any]], Any]:
+    """``pin`` (default :func:`to_pinned_tensors`; the device stage's ``pack``) for decode
+    threads serving CUDA device ``device_index``.
 
     Pinning needs a CUDA context, and a new thread's current device is 0: on a node with a GPU
     per rank, every rank's decode threads would otherwise create a context (hundreds of MB) on
     GPU 0. PyTorch's own pin-memory thread sets the device for the same reason."""
-    return functools.partial(_pin_for, device_index)
+    return functools.partial(_pin_for, device_index, pin)

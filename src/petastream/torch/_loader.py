@@ -15,7 +15,7 @@ from petastream.pipeline.executor import Executor
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
 from petastream.torch._convert import pinning_for, to_tensors
-from petastream.torch._packing import packing_for
+from petastream.torch._packing import pack
 from petastream.torch._processes import DataLoaderExecutor
 from petastream.torch._staging import DeviceRun
 
@@ -74,7 +74,7 @@ def _pin_per_pass(device: torch.device | None) -> Callable[[PassWork], PassWork]
     def stage(work: PassWork) -> PassWork:
         index = device.index if cuda and device is not None and device.index is not None \
             else torch.cuda.current_device()
-        return dataclasses.replace(work, convert=packing_for(index) if cuda else pinning_for(index))
+        return dataclasses.replace(work, convert=pinning_for(index, pack) if cuda else pinning_for(index))
     return stage
 
 

@@ -26,7 +26,7 @@ import torch
 from petastream.mds.columns import widen_unsigned
 from petastream.torch._convert import to_tensors
 
-__all__ = ["Packed", "pack", "packing_for", "pinned_block", "to_device"]
+__all__ = ["Packed", "pack", "pinned_block", "to_device"]
 
 #: Offsets within the block are multiples of this: every dtype's alignment, and the width of
 #: the widest vectorised loads of the kernels that read the device views.
@@ -91,18 +91,6 @@ def pack(batch: dict[str, Any], allocate: Callable[[int], torch.Tensor] | None =
         np.copyto(host[slot.start:slot.stop].view(slot.dtype).reshape(slot.shape), batch[slot.name])
     converted = to_tensors(rest)
     return Packed(block, slots, {name: converted.get(name) for name in batch})
-
-
-def _pack_for(device_index: int, batch: dict[str, Any]) -> Packed:
-    torch.cuda.set_device(device_index)  # thread-local, and cheap once set
-    return pack(batch)
-
-
-def packing_for(device_index: int) -> Callable[[dict[str, Any]], Packed]:
-    """:func:`pack` for decode threads serving CUDA device ``device_index`` (which they make
-    current first, as :func:`~petastream.torch._convert.pinning_for` does, so that the ranks of
-    a node create no CUDA context on GPU 0)."""
-    return functools.partial(_pack_for, device_index)
 
 
 def to_device(batch: dict[str, Any] | Packed, device: torch.device,
