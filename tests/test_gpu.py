@@ -88,13 +88,29 @@ def test_pinned_conversion_is_page_locked():
 @cuda
 def test_a_batch_arrives_in_one_device_allocation(url):
     # Packed in one pinned block, moved in one copy: the tensors are views of one device storage.
-    for b in loader(url, 128, device="cuda"):
+    for b in loader(url, 128, device="cuda", pin_memory=True):
         assert len({b[k].untyped_storage().data_ptr() for k in ("id", "x", "u8", "flag")}) == 1
         assert all(b[k].is_cuda for k in ("id", "x", "u8", "flag")) and isinstance(b["s"], list)
 
 
 @cuda
-@pytest.mark.parametrize("pin", [True, False])
+@pytest.mark.parametrize("min_bytes, packed", [(1 << 30, False), (1, True)])
+def test_the_default_pins_by_batch_size(url, monkeypatch, min_bytes, packed):
+    # pin_memory=None: a batch is packed in one pinned block from PIN_MIN_BYTES of numeric
+    # columns up; a smaller one goes over tensor by tensor from pageable memory. Same values.
+    import petastream.torch._loader as torch_loader
+
+    monkeypatch.setattr(torch_loader, "PIN_MIN_BYTES", min_bytes)
+    want = list(loader(url, 128, shuffle=True, seed=3))
+    got = list(loader(url, 128, shuffle=True, seed=3, device="cuda"))
+    for b in got:
+        owners = {b[k].untyped_storage().data_ptr() for k in ("id", "x", "u8", "flag")}
+        assert (len(owners) == 1) is packed
+    _assert_same(_host(got), want)
+
+
+@cuda
+@pytest.mark.parametrize("pin", [True, False, None])
 @pytest.mark.parametrize("worker_type", ["thread", "process"])
 def test_device_batches_equal_host_batches(url, pin, worker_type):
     host = loader(url, 128, shuffle=True, seed=3)

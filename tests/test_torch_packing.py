@@ -91,3 +91,18 @@ def test_a_dtype_torch_cannot_hold_raises_as_before():
         to_torch(columns["t"])
     with pytest.raises(TypeError):
         _packing.pack(columns, _plain)
+
+
+def test_packing_by_size_packs_large_batches_and_leaves_small_ones_as_tensors():
+    # pin_memory=None's conversion: a batch of at least min_bytes of numeric columns is packed
+    # (one block, one copy), a smaller one becomes plain tensors; the same values either way.
+    columns = _columns()
+    nbytes = _packing.numeric_nbytes(columns)
+    assert nbytes == sum(c.nbytes for k, c in columns.items() if k not in ("s", "ragged"))
+    large = _packing.pack_from(nbytes, _plain)(columns)
+    small = _packing.pack_from(nbytes + 1, _plain)(columns)
+    assert isinstance(large, _packing.Packed) and not isinstance(small, _packing.Packed)
+    for batch in (large, small):
+        moved, _ = _packing.to_device(batch, CPU, False)
+        _assert_same(moved, _want(columns))
+    assert isinstance(_packing.pack_from(0, _plain)({"x": np.zeros(1)}), _packing.Packed)  # 0: always

@@ -15,7 +15,7 @@ from petastream.pipeline.executor import Executor
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
 from petastream.torch._convert import pinning_for, to_tensors
-from petastream.torch._packing import pack
+from petastream.torch._packing import PIN_MIN_BYTES, pack_from
 from petastream.torch._processes import DataLoaderExecutor
 from petastream.torch._staging import DeviceRun
 
@@ -61,20 +61,22 @@ def _check_device(device: Any) -> torch.device | None:
     return dev
 
 
-def _pin_per_pass(device: torch.device | None) -> Callable[[PassWork], PassWork]:
+def _pin_per_pass(device: torch.device | None, min_bytes: int) -> Callable[[PassWork], PassWork]:
     """A work stage: the pass's decode threads pin for the CUDA device of the pass, resolved in
     the iterating thread when the pass starts (``device="cuda"`` or ``pin_memory`` without a
     device mean the device current there, as after ``torch.cuda.set_device(local_rank)``).
 
     Bound for a CUDA device, a batch's numeric columns are packed into one pinned block, which
-    the device stage copies in one transfer (:mod:`petastream.torch._packing`); without one
-    (pinned batches for the user), each tensor is pinned by itself."""
+    the device stage copies in one transfer (:mod:`petastream.torch._packing`), when they hold
+    at least ``min_bytes`` (smaller batches stay pageable); without a device (pinned batches for
+    the user), each tensor is pinned by itself."""
     cuda = device is not None and device.type == "cuda"
 
     def stage(work: PassWork) -> PassWork:
         index = device.index if cuda and device is not None and device.index is not None \
             else torch.cuda.current_device()
-        return dataclasses.replace(work, convert=pinning_for(index, pack) if cuda else pinning_for(index))
+        pin = pinning_for(index, pack_from(min_bytes)) if cuda else pinning_for(index)
+        return dataclasses.replace(work, convert=pin)
     return stage
 
 
@@ -104,7 +106,9 @@ class TorchLoader(BatchLoader):
       worker processes, for a Python ``transform`` or object columns, which hold the GIL;
       ``multiprocessing_context`` as in ``DataLoader``, e.g. ``"spawn"``).
     * ``device``: batches arrive there, copied one batch ahead on a side stream (see
-      :mod:`petastream.torch._staging`); ``pin_memory`` defaults to True for CUDA.
+      :mod:`petastream.torch._staging`). ``pin_memory``: None (default) pins a CUDA device's
+      batches by size, those of at least ``PIN_MIN_BYTES`` (4 MiB) of numeric columns, where
+      pinned copies pay (smaller ones copy from pageable memory); True always, False never.
     * ``convert(batch)``: numpy columns to what is handed out, in the workers (default:
       tensors, lists where a tensor cannot hold a column; None: numpy columns).
     """
@@ -132,7 +136,8 @@ class TorchLoader(BatchLoader):
         if worker_type == "thread":
             executor = ThreadExecutor(num_workers, prefetch)
             if self.pin_memory and convert is to_tensors:  # threads pin as they convert
-                work_stages.append(_pin_per_pass(self.device))
+                min_bytes = PIN_MIN_BYTES if pin_memory is None else 0
+                work_stages.append(_pin_per_pass(self.device, min_bytes))
         else:  # worker processes hand tensors over in shared memory; the DataLoader pins here
             executor = DataLoaderExecutor(num_workers, prefetch, pin_memory=self.pin_memory,
                                           multiprocessing_context=multiprocessing_context)

@@ -26,7 +26,7 @@ import torch
 from petastream.mds.columns import widen_unsigned
 from petastream.torch._convert import to_tensors
 
-__all__ = ["Packed", "pack", "pinned_block", "to_device"]
+__all__ = ["Packed", "pack", "pack_from", "numeric_nbytes", "pinned_block", "to_device", "PIN_MIN_BYTES"]
 
 #: Offsets within the block are multiples of this: every dtype's alignment, and the width of
 #: the widest vectorised loads of the kernels that read the device views.
@@ -91,6 +91,34 @@ def pack(batch: dict[str, Any], allocate: Callable[[int], torch.Tensor] | None =
         np.copyto(host[slot.start:slot.stop].view(slot.dtype).reshape(slot.shape), batch[slot.name])
     converted = to_tensors(rest)
     return Packed(block, slots, {name: converted.get(name) for name in batch})
+
+
+#: ``pin_memory=None`` (the default for a CUDA device) pins a batch only when its numeric columns
+#: hold at least this many bytes; smaller batches go over from pageable memory. Pinning costs a
+#: host allocation from the caching allocator and a copy into it per batch, which pays for
+#: itself only once the transfer is long enough to overlap: below this, pageable copies
+#: delivered more rows/s (benchmarks/gpu_pinning.py; docs/benchmarks.md "Pinning by size").
+PIN_MIN_BYTES = 4 << 20
+
+
+def numeric_nbytes(batch: dict[str, Any]) -> int:
+    """The bytes a batch's numeric columns would take in a packed block (before widening)."""
+    return sum(col.nbytes for col in batch.values() if isinstance(col, np.ndarray) and col.dtype != object)
+
+
+def pack_from(min_bytes: int,
+              allocate: Callable[[int], torch.Tensor] | None = None) -> Callable[[dict[str, Any]], Any]:
+    """The decode threads' conversion for a CUDA device: a batch whose numeric columns hold at
+    least ``min_bytes`` is :func:`pack`-ed into one block from ``allocate`` (default: pinned), a
+    smaller one becomes pageable tensors (``to_tensors``); the device stage copies either
+    (:func:`to_device`)."""
+    return functools.partial(_pack_if_large, min_bytes, allocate)
+
+
+def _pack_if_large(min_bytes: int, allocate: Callable[[int], torch.Tensor] | None, batch: dict[str, Any]) -> Any:
+    if min_bytes > 0 and numeric_nbytes(batch) < min_bytes:
+        return to_tensors(batch)
+    return pack(batch, allocate)
 
 
 def to_device(batch: dict[str, Any] | Packed, device: torch.device,
