@@ -34,7 +34,8 @@ from petastream.source import Source, open_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
 from petastream.stream.budget import LoaderBudget, local_readers, refit_advice
 
-__all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers"]
+__all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers", "check_snapshot",
+           "source_snapshot"]
 
 log = logging.getLogger("petastream.pipeline")
 
@@ -51,6 +52,31 @@ def checked_workers(num_workers: int, prefetch: int, readahead: int) -> None:
     _positive("num_workers", num_workers, "decode workers")
     _positive("prefetch", prefetch, "batches ready per worker")
     _positive("readahead", readahead, "chunks announced ahead", minimum=0)
+
+
+def source_snapshot(source: Any) -> Any:
+    """What a source reads when it is pinned to one snapshot of a changing table (its optional
+    ``snapshot`` capability; a mixture's: its streams'), or None."""
+    parts = getattr(source, "sources", None)
+    if isinstance(parts, (list, tuple)):
+        found = [source_snapshot(s) for s in parts]
+        return {"format": "mixture", "streams": found} if any(f is not None for f in found) else None
+    snapshot = getattr(source, "snapshot", None)
+    return dict(snapshot) if isinstance(snapshot, dict) else None
+
+
+def check_snapshot(state: Any, source: Any) -> None:
+    """Refuse to resume a position saved on another snapshot of the table: the rows, and so
+    what the position means, differ. The fix is to open the state's snapshot."""
+    saved = state.get("snapshot") if isinstance(state, dict) else None
+    if saved is None:
+        return
+    mine = source_snapshot(source)
+    if saved != mine:
+        raise InvalidArgumentError(
+            f"state was saved reading {saved}, this loader reads {mine}: the table changed in between. "
+            "Open the state's snapshot to resume (for a Delta table: dataset_options={'version': "
+            "state['snapshot']['version']}, or DeltaSource(url, version=...)), or start afresh")
 
 
 def checked_columns(source: Source, columns: Sequence[str] | None,
@@ -195,11 +221,17 @@ class BatchLoader:
     def state_dict(self, steps: int | None = None) -> dict[str, Any]:
         """The position to resume from: after every batch handed out so far, or (``steps=k``)
         after the first ``k`` batches of the current iteration. JSON-serialisable; resumes on
-        any worker count, worker type or world size."""
-        return self.driver.state_dict(steps)
+        any worker count, worker type or world size. A source read at a pinned snapshot (a Delta
+        table's version) is recorded under ``"snapshot"``."""
+        state = self.driver.state_dict(steps)
+        snapshot = source_snapshot(self.dataset)
+        if snapshot is not None:
+            state["snapshot"] = snapshot
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """The next iteration resumes where ``state`` stands."""
+        check_snapshot(state, self.dataset)
         self.driver.load_state_dict(state)
         if self.cache_fit is not None and self.dataset.cache_limit is not None:
             # The state's window replaced the one fitted to the cache (adopt_order): say so.
