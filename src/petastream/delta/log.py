@@ -99,6 +99,10 @@ def _load(url: str, version: int | None, timestamp: Any, options: dict[str, str]
         table = deltalake.DeltaTable(url, version=version, storage_options=options)
     except Exception as e:  # noqa: BLE001 - delta-rs raises its own classes (TableNotFoundError, DeltaError...)
         what = f"version {version} of " if version is not None else ""
+        if "not supported" in str(e).lower() or "unsupported" in str(e).lower():
+            raise UnsupportedFeatureError(
+                f"{what}the Delta table at {url} needs a feature its log reader (delta-rs) does not "
+                f"support, so petastream refuses it too: {e}") from e
         latest = _latest(deltalake, url, options) if version is not None else None
         hint = f" (its latest version is {latest})" if latest is not None else ""
         raise DatasetNotFoundError(f"cannot open {what}the Delta table at {url}{hint}: {e}") from e
