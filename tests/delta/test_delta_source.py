@@ -61,15 +61,33 @@ def test_compat_batch_reader_reads_the_table(issue):
 def test_a_mixture_stream_reads_the_table(issue):
     import petastream
 
-    got = loader_ids([petastream.Stream(issue, weight=1.0)])
-    assert got == ISSUE_IDS
+    loader = BatchLoader([petastream.Stream(issue, weight=1.0)], batch_size=64)
+    assert sorted(int(i) for b in loader for i in b["id"]) == ISSUE_IDS
+    assert loader.state_dict()["snapshot"] == {
+        "format": "mixture", "streams": [{"format": "delta", "table": issue, "version": 2}]}
 
 
-def test_the_directory_is_never_plain_parquet(issue):
+def test_compat_batch_reader_shards_and_predicates_on_a_table(issue):
+    from petastream.compat import make_batch_reader
+    from petastream.compat.predicates import in_lambda
+
+    shards = []
+    for k in range(2):
+        with make_batch_reader(issue, num_epochs=1, cur_shard=k, shard_count=2) as reader:
+            shards.append([int(i) for b in reader for i in b.id])
+    assert sorted(shards[0] + shards[1]) == ISSUE_IDS
+    with make_batch_reader(issue, num_epochs=1, predicate=in_lambda(["id"], lambda i: i % 100 == 0)) as reader:
+        assert sorted(int(i) for b in reader for i in b.id) == list(range(100, 1500, 100))
+
+
+def test_the_directory_is_never_plain_parquet(issue, partitioned):
     with pytest.raises(FormatError, match="is a Delta table"):
         ParquetSource(issue)
     with pytest.raises(FormatError, match="is a Delta table"):
         ParquetSource([issue])
+    inner = sorted(glob.glob(os.path.join(partitioned, "day=*", "shard=*")))[0]
+    with pytest.raises(FormatError, match=f"is in the Delta table {partitioned}"):
+        ParquetSource(inner)
 
 
 def test_ranks_split_the_snapshot_exactly_once(issue):

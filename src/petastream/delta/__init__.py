@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from petastream.delta.log import UnsupportedFeatureError, is_delta_table
+from petastream.delta.log import is_delta_table
 from petastream.delta.source import DeltaSource
+from petastream.errors import UnsupportedFeatureError
 
 __all__ = ["DeltaSource", "UnsupportedFeatureError", "is_delta_table", "open_delta"]
 

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from petastream._extras import require
-from petastream.errors import DatasetNotFoundError, FormatError, InvalidArgumentError
+from petastream.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from petastream.mds.storage import Location
 from petastream.parquet.discover import is_delta_table
 
@@ -39,10 +39,6 @@ READER_FEATURES = frozenset({"deletionVectors", "columnMapping", "timestampNtz",
                              "vacuumProtocolCheck"})
 #: Highest reader version we read (3: reader features listed by name).
 MAX_READER_VERSION = 3
-
-
-class UnsupportedFeatureError(FormatError):
-    """A Delta table asks its readers for a feature this reader does not honour."""
 
 
 @dataclass(frozen=True)
