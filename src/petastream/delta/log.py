@@ -25,7 +25,12 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from petastream._extras import require
-from petastream.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
+from petastream.errors import (
+    DatasetNotFoundError,
+    FormatError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 from petastream.mds.storage import Location
 from petastream.parquet.discover import is_delta_table
 
@@ -162,11 +167,18 @@ def _renames(fields: list[tuple[str, Any, dict]], mode: str) -> dict[str, str]:
 
 
 def same_file(a: str) -> str:
-    """A file's location, normalized for matching one URL form against another (scheme and
-    percent-encoding dropped): how deltalake's URIs are matched to the log's paths."""
+    """A file's location, normalized for matching one form against another (scheme dropped,
+    percent-encoding undone at every level): how deltalake's URIs are matched to the log's
+    paths. Its ``file_uris()`` gives disk paths, its ``deletion_vectors()`` URL-encoded URIs,
+    the log URL-encoded relative paths (of disk names that are themselves escaped, ``x%2Fy``)."""
     parsed = urlparse(a)
     path = parsed.netloc + parsed.path if parsed.scheme and len(parsed.scheme) > 1 else a
-    return posixpath.normpath(unquote(path).replace(os.sep, "/")).lstrip("/")
+    while True:
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    return posixpath.normpath(path.replace(os.sep, "/")).lstrip("/")
 
 
 def _keep_masks(table: Any) -> dict[str, np.ndarray]:
@@ -214,10 +226,14 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
     root = same_file(loc.url)
     kept = _pruned(table, prune) if prune is not None else None
     masks = _keep_masks(table) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
-    files = []
+    files, keys = [], set()
     for path, size, part in zip(paths, sizes, parts):
-        rel = unquote(path) if not urlparse(path).scheme else path
-        key = same_file(path) if urlparse(path).scheme else same_file(f"{root}/{rel}")
+        rel = unquote(path) if not urlparse(path).scheme else path  # the log's paths are URL-encoded
+        key = same_file(path) if urlparse(path).scheme else same_file(f"{root}/{path}")
+        if key in keys:  # only names that differ in their escaping alone: never written by Delta writers
+            raise FormatError(f"Delta table {loc.url}: two data files match {key}; cannot tell their "
+                              "deletion vectors apart")
+        keys.add(key)
         if kept is not None and key not in kept:
             continue
         values = tuple((part or {}).get(n) for n in partition_names)
