@@ -28,6 +28,7 @@ from petastream._extras import require
 from petastream.errors import (
     DatasetNotFoundError,
     FormatError,
+    InternalError,
     InvalidArgumentError,
     UnsupportedFeatureError,
 )
@@ -238,6 +239,10 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
             continue
         values = tuple((part or {}).get(n) for n in partition_names)
         files.append(DeltaFile(rel, int(size), values, masks.get(key)))
+    unmatched = sorted(set(masks) - keys)
+    if unmatched:  # a deletion vector must never be dropped for want of its file
+        raise InternalError(f"Delta table {loc.url}: deletion vectors for {unmatched[:3]} match no data file "
+                            "of the snapshot; please report this")
     files.sort(key=lambda f: f.path)
     return Snapshot(
         table=loc.url, version=int(table.version()), files=files,
