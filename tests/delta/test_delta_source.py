@@ -44,10 +44,12 @@ def test_the_issue_table_serves_its_1400_rows_not_its_directory(issue):
     assert loader_ids(issue, shuffle=True, seed=3) == ISSUE_IDS
 
 
-def test_torch_loader_reads_the_table(issue):
+@pytest.mark.torch
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_torch_loader_reads_the_table(issue, worker_type):
     torch_loader = pytest.importorskip("petastream.torch").loader
-    got = sorted(int(i) for b in torch_loader(issue, batch_size=100, shuffle=True) for i in b["id"])
-    assert got == ISSUE_IDS
+    loader = torch_loader(issue, batch_size=100, shuffle=True, worker_type=worker_type)
+    assert sorted(int(i) for b in loader for i in b["id"]) == ISSUE_IDS
 
 
 def test_compat_batch_reader_reads_the_table(issue):
