@@ -137,13 +137,20 @@ def test_state_dict_records_the_snapshot_and_a_changed_table_is_not_resumed(tmp_
     state = loader.state_dict()
     assert state["snapshot"] == {"format": "delta", "table": path, "version": 0}
     write_deltalake(path, rows(300, 400), mode="append")  # the table moves on meanwhile
-    with pytest.raises(InvalidArgumentError, match="version': 0.*version': 1.*dataset_options"):
-        BatchLoader(path, batch_size=50, shuffle=True, seed=5).load_state_dict(state)
-    resumed = BatchLoader(path, batch_size=50, shuffle=True, seed=5,
-                          dataset_options={"version": state["snapshot"]["version"]})
+    # A loader that opens the URL itself resumes on the state's version...
+    resumed = BatchLoader(path, batch_size=50, shuffle=True, seed=5)
+    assert resumed.dataset.version == 1
     resumed.load_state_dict(state)
+    assert resumed.dataset.version == 0
     rest = [b["id"] for b in resumed]
     assert sorted(np.concatenate(first + rest).tolist()) == list(range(300))
+    assert resumed.state_dict()["snapshot"]["version"] == 0
+    # ... one given an open source at another version refuses the state, naming the fix.
+    with pytest.raises(InvalidArgumentError, match="version': 0.*version': 1.*dataset_options"):
+        BatchLoader(DeltaSource(path), batch_size=50, shuffle=True, seed=5).load_state_dict(state)
+    again = BatchLoader(DeltaSource(path, version=0), batch_size=50, shuffle=True, seed=5)
+    again.load_state_dict(state)
+    assert sorted(np.concatenate(first + [b["id"] for b in again]).tolist()) == list(range(300))
 
 
 # -- partitions, filters, projection --------------------------------------------------------------

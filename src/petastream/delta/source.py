@@ -134,6 +134,10 @@ class DeltaSource(ParquetSource):
         fetch: str = "auto",
         **options: Any,
     ):
+        #: What opens this table again at another version (:meth:`at_snapshot`).
+        self.options = dict(columns=columns, filters=filters, storage_options=storage_options,
+                            delta_storage_options=delta_storage_options, rows_per_shard=rows_per_shard,
+                            array_lengths=array_lengths, null_policy=null_policy, fetch=fetch, **options)
         loc = resolve(url, storage_options)
         snap = open_snapshot(loc, version=version, timestamp=timestamp,
                              storage_options=dict(delta_storage_options) if delta_storage_options else None,
@@ -155,6 +159,15 @@ class DeltaSource(ParquetSource):
     def snapshot(self) -> dict[str, Any]:
         """What this source reads, as a loader's ``state_dict`` records it: the table and version."""
         return {"format": "delta", "table": self.plan.root_urls[0], "version": self.version}
+
+    def at_snapshot(self, snapshot: Mapping[str, Any]) -> DeltaSource:
+        """This table, opened with the same options at the version ``snapshot`` records (what
+        a loader resuming a ``state_dict`` saved on that version reads)."""
+        table, version = snapshot.get("table"), snapshot.get("version")
+        if snapshot.get("format") != "delta" or table != self.plan.root_urls[0] or not isinstance(version, int):
+            raise InvalidArgumentError(f"snapshot {dict(snapshot)} is not a version of the Delta table "
+                                       f"{self.plan.root_urls[0]}")
+        return DeltaSource(table, version=version, **self.options)
 
     def __repr__(self) -> str:
         return (f"DeltaSource({self.url!r}, version={self.version}, rows={len(self)}, "
