@@ -255,3 +255,25 @@ def test_without_deltalake_the_error_names_the_extra(issue, monkeypatch):
     monkeypatch.setitem(sys.modules, "deltalake", None)
     with pytest.raises(MissingExtraError, match=r"petastream\[delta\]"):
         DeltaSource(issue)
+
+
+def test_timestamp_bool_and_decimal_partitions_read_as_file_columns(tmp_path):
+    import decimal
+
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    utc = datetime.timezone.utc
+    stamps = [datetime.datetime(2024, 1, 1, tzinfo=utc)] * 2 + [datetime.datetime(2024, 1, 2, 12, tzinfo=utc)] * 2
+    t = pa.table({"id": pa.array(range(4)), "ts": pa.array(stamps, pa.timestamp("us", "UTC")),
+                  "b": pa.array([True, False] * 2),
+                  "dec": pa.array([decimal.Decimal("1.50"), decimal.Decimal("2.25")] * 2, pa.decimal128(5, 2))})
+    write_deltalake(path, t, partition_by=["ts", "b", "dec"])
+    src = DeltaSource(path)
+    assert src.columns == {"id": "int64", "ts": "int64", "b": "uint8", "dec": "str_decimal"}
+    assert src.logical_dtypes == {"b": "bool"}
+    got = src.read(np.arange(4))
+    order = np.argsort(got["id"])
+    assert got["ts"][order].tolist() == [1704067200 * 10**9] * 2 + [1704196800 * 10**9] * 2
+    assert got["b"][order].tolist() == [1, 0, 1, 0]
+    assert got["dec"][order].tolist() == [decimal.Decimal("1.50"), decimal.Decimal("2.25")] * 2
