@@ -44,6 +44,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "s3fs": ("s3fs", "pip install 'petastream[cloud]'"),
     "gcsfs": ("gcsfs", "pip install 'petastream[cloud]'"),
     "adlfs": ("adlfs", "pip install 'petastream[cloud]'"),
+    "deltalake": ("deltalake (delta-rs)", "pip install 'petastream[delta]'"),
 }
 
 

@@ -26,6 +26,7 @@ ConfigurationError (ValueError)           a setting outside the call is missing 
 OutOfRangeError (IndexError)              an index or id outside what a dataset/plan has
 UnknownColumnError (KeyError)             a column name the dataset does not have
 FormatError (ValueError)                  a file that does not follow its format
+UnsupportedFeatureError (FormatError)     a table feature petastream does not honour (Delta)
 EncodingError, UnsafeEncodingError        a value an MDS encoding cannot take, ``pkl``
 CorruptShardError (OSError)               a shard file that is damaged
 StorageError, CacheFullError (OSError)    storage that cannot be read or written
@@ -130,6 +131,7 @@ __all__ = [
     "OutOfRangeError",
     "UnknownColumnError",
     "FormatError",
+    "UnsupportedFeatureError",
     "EncodingError",
     "UnsafeEncodingError",
     "CorruptShardError",
@@ -195,6 +197,11 @@ class UnknownColumnError(_PlainMessage, PetastreamError, KeyError):
 class FormatError(PetastreamError, ValueError):
     """A file or setting that does not follow its format: an MDS index.json, a notebook, a
     conda environment file."""
+
+
+class UnsupportedFeatureError(FormatError):
+    """A table asks its readers for a feature petastream does not honour (a Delta table's
+    reader feature): refused at open, naming the table, version and feature."""
 
 
 class EncodingError(PetastreamError, ValueError):

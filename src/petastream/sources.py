@@ -3,6 +3,8 @@
 :func:`resolve_source` decides the format by what is there:
 
 * a :class:`~petastream.source.Source` (an ``MDSDataset``, a ``ParquetSource``, ...) is used as is;
+* a directory holding ``_delta_log`` is a Delta table (:class:`~petastream.delta.DeltaSource`: one
+  snapshot of it, never its directory's files as plain Parquet);
 * a directory holding ``index.json`` is an MDS dataset (:class:`~petastream.mds.dataset.MDSDataset`);
 * a Parquet file, a directory of Parquet files or Hive partitions (``key=value``), or a list
   of files and directories, is Parquet (:class:`~petastream.parquet.ParquetSource`);
@@ -33,8 +35,12 @@ _PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 
 
 def detect_format(url: str | os.PathLike, storage_options: dict | None = None) -> str:
-    """``"mds"`` or ``"parquet"`` for what lies at ``url``; an error when it is neither."""
+    """``"delta"``, ``"mds"`` or ``"parquet"`` for what lies at ``url``; an error when it is none."""
+    from petastream.parquet.discover import is_delta_table
+
     loc = resolve(url, storage_options)
+    if is_delta_table(loc):
+        return "delta"
     if loc.exists("index.json"):
         return "mds"
     if not loc.exists():
@@ -89,6 +95,8 @@ def resolve_source(url_or_source: Any, **options: Any) -> Source:
             f"{type(url_or_source).__name__}")
     if fmt == "mds":
         from petastream.mds.dataset import MDSDataset as cls
+    elif fmt == "delta":
+        from petastream.delta import DeltaSource as cls  # type: ignore[assignment]
     else:
         from petastream.parquet import ParquetSource as cls  # type: ignore[assignment]
     try:

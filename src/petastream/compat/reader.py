@@ -88,7 +88,7 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict
     from petastream.parquet import ParquetSource
 
     options = dict(storage_options=storage_options, null_policy=null_policy, **cache)
-    source = ParquetSource(url_or_urls, filters=filters, **options)
+    source = _open_files(url_or_urls, filters, options)
     first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
     plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
                        shard_count=shard_count, dataset_url=os.fspath(first), storage_options=storage_options)
@@ -96,6 +96,20 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict
         return source
     source.close()
     return ParquetSource(plan.root_urls, plan=plan, **options)
+
+
+def _open_files(url_or_urls: Any, filters: Any, options: dict[str, Any]) -> Any:
+    """A Delta table's snapshot where one URL names a table (never its files as plain
+    Parquet: see docs/delta.md), else the Parquet files."""
+    from petastream.parquet import ParquetSource
+    from petastream.sources import detect_format
+
+    if isinstance(url_or_urls, (str, os.PathLike)) and detect_format(
+            url_or_urls, options.get("storage_options")) == "delta":
+        from petastream.delta import DeltaSource
+
+        return DeltaSource(url_or_urls, filters=filters, **options)
+    return ParquetSource(url_or_urls, filters=filters, **options)
 
 
 def _is_mixture(dataset_url_or_urls: Any) -> bool:

@@ -249,14 +249,22 @@ _CONVERT = {"plain": _plain, "bool": _bool, "date": _temporal, "timestamp": _tem
             "json": _json}
 
 
-def constant(spec: ColumnSpec, value: Any, n: int, null_policy: str, where: str) -> Any:
-    """A partition column: ``value`` repeated for the ``n`` rows of a row group."""
+def constant(spec: ColumnSpec, value: Any, n: int, null_policy: str, where: str, arrow_type: Any = None) -> Any:
+    """A partition column: ``value`` (of ``arrow_type``) repeated for the ``n`` rows of a row group."""
     import pyarrow as pa
 
     if value is None and null_policy != "fill":
         raise _null_error(spec, where, n, "null partition value(s) (__HIVE_DEFAULT_PARTITION__)")
-    if spec.kind == "str":
-        return Text(pa.array([value if value is not None else ""], pa.large_string()).take(np.zeros(n, np.int64)))
+    if value is not None and spec.kind in ("date", "timestamp") and arrow_type is not None:
+        # A Delta table's date/timestamp partition: int64 nanoseconds, as a file column reads.
+        value = int(prepare(spec, pa.array([value], arrow_type), null_policy, where)[0])
+    if spec.kind in ("str", "bytes"):
+        kind = pa.large_string() if spec.kind == "str" else pa.large_binary()
+        filler = "" if spec.kind == "str" else b""
+        return Text(pa.array([value if value is not None else filler], kind).take(np.zeros(n, np.int64)))
+    if spec.kind == "decimal":  # Decimal objects, as a decimal column reads
+        return np.full(n, value, dtype=object)
+    # Numbers; booleans as uint8; dates and timestamps as int64 nanoseconds (above).
     return np.full(n, 0 if value is None else value, dtype=spec.dtype)
 
 

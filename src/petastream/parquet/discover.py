@@ -30,7 +30,7 @@ from petastream.errors import (
 )
 from petastream.mds.storage import Location, remote_tag, resolve
 
-__all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing"]
+__all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing", "is_delta_table"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Discovery:
     files: list[ParquetFileRef]
     #: Partition fields (name, Arrow type), appended after the files' own columns.
     partition_fields: list[tuple[str, Any]] = field(default_factory=list)
+    #: ``{name in the files: name served}`` for columns stored under another name (a Delta
+    #: table's column mapping); empty: served as stored.
+    column_names: dict[str, str] = field(default_factory=dict)
 
 
 def as_url_list(url_or_urls: Any) -> list[str]:
@@ -86,6 +89,8 @@ def discover(url_or_urls: Any, storage_options: dict | None = None) -> Discovery
         loc = resolve(url, storage_options)
         if not loc.exists():
             raise DatasetNotFoundError(f"no Parquet file or directory at {loc.url}")
+        if loc.isdir():
+            _refuse_delta(loc)
         roots.append(loc)
         found, fields = (_directory(loc, len(roots) - 1) if loc.isdir() else ([_single(loc, len(roots) - 1)], []))
         if not found:
@@ -106,6 +111,35 @@ def discover(url_or_urls: Any, storage_options: dict | None = None) -> Discovery
             raise FormatError(f"{f.url} is listed twice (also as {seen[key]}); pass each file once")
         seen[key] = f.url
     return Discovery(roots, files, partitions or [])
+
+
+def is_delta_table(loc: Location) -> bool:
+    """Whether ``loc`` is a Delta table's root (it holds a ``_delta_log`` directory)."""
+    try:
+        return loc.exists("_delta_log") and loc.child("_delta_log").isdir()
+    except OSError:
+        return False
+
+
+def _refuse_delta(loc: Location) -> None:
+    """A Delta table's directory (or a partition directory in one) is not plain Parquet: its
+    files include those its log removed, and rows its deletion vectors deleted."""
+    table, probe = None, loc
+    for _ in range(8):  # the directory, then up through key=value partition directories
+        if is_delta_table(probe):
+            table = probe
+            break
+        parent, _, name = probe.url.rstrip("/").rpartition("/")
+        if "=" not in name or not parent:
+            break
+        up = (os.path.dirname(probe.path.rstrip("/\\")) if probe.is_local
+              else posixpath.dirname(probe.path.rstrip("/")))
+        probe = Location(parent, up, None if probe.is_local else probe.fs)
+    if table is not None:
+        raise FormatError(
+            f"{loc.url} is {'a Delta table' if table is loc else 'in the Delta table ' + table.url}: its "
+            "directory holds files the table's log removed, so it is not read as plain Parquet; open "
+            f"the table ({table.url}) by URL in a loader, or with petastream.delta.DeltaSource")
 
 
 def _names_types(fields: list[tuple[str, Any]]) -> list[tuple[str, str]]:

@@ -101,8 +101,9 @@ class RowGroups:
         for name in names:
             spec = self._specs[name]
             if spec.partition:
-                value = ref.partition[[n for n, _ in self.plan.partition_fields].index(spec.name)]
-                cols[name] = constant(spec, value, unit.rows, self.null_policy, where)
+                at = [n for n, _ in self.plan.partition_fields].index(spec.name)
+                cols[name] = constant(spec, ref.partition[at], unit.rows, self.null_policy, where,
+                                      self.plan.partition_fields[at][1])
             else:
                 cols[name] = prepare(spec, table.column(name), self.null_policy, where)
             if strings == "objects" and isinstance(cols[name], Text):
@@ -159,7 +160,7 @@ class RowGroups:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        read = self.plan.read_columns
+        read = self.plan.file_columns
         try:
             md = self._metadata.get(unit.file)
             if md is None:
@@ -176,6 +177,8 @@ class RowGroups:
                                     "since the source was opened") from e
         if table is None:
             return None
+        if self.plan.column_names:  # stored under other names (Delta column mapping): as served
+            table = table.rename_columns(self.plan.read_columns)
         keep = unit.selection()
         if keep is not None:
             table = table.filter(pa.array(keep))

@@ -65,6 +65,8 @@ class Unit:
     stored: int
     #: Memory the loaded row group takes (stored bytes, plus Python objects where a column has them).
     decoded: int
+    #: Its first row's index in its file (the rows before it in earlier row groups).
+    first_row: int = 0
 
     def selection(self) -> np.ndarray | None:
         if self.mask is None:
@@ -91,11 +93,19 @@ class Plan:
     #: ``"file"``: remote files are cached whole; ``"row_group"``: each unit's ranges are.
     fetch: str = "file"
     fingerprint: str = ""
+    #: ``{name in the files: name served}`` (see :attr:`Discovery.column_names`).
+    column_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def read_columns(self) -> list[str]:
-        """The columns read from the files (partition columns are not in them)."""
+        """The columns read from the files (partition columns are not in them), as served."""
         return [s.name for s in self.specs if not s.partition]
+
+    @property
+    def file_columns(self) -> list[str]:
+        """:attr:`read_columns` as the files name them."""
+        stored = {v: k for k, v in self.column_names.items()}
+        return [stored.get(n, n) for n in self.read_columns]
 
     def __eq__(self, other: object) -> bool:  # what a reopener compares: the same content and layout
         return isinstance(other, Plan) and other.fingerprint == self.fingerprint
@@ -136,11 +146,20 @@ def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in out)
 
 
+def _served_leaves(metadata: Any, names: Sequence[str], renames: dict[str, str]) -> dict[str, list[int]]:
+    """:func:`_leaves` of the served columns ``names`` (stored under ``renames``' keys)."""
+    stored = {v: k for k, v in renames.items()}
+    found = _leaves(metadata, [stored.get(n, n) for n in names])
+    return {renames.get(k, k): v for k, v in found.items()}
+
+
 def _check_schema(info_url: str, metadata: Any, first: dict[str, ColumnSpec], first_url: str,
-                  columns_given: bool, lengths: dict[str, int | None]) -> dict[str, Any]:
-    """The file's Arrow types by column, checked against the first file's read columns."""
+                  columns_given: bool, lengths: dict[str, int | None],
+                  renames: dict[str, str] | None = None) -> dict[str, Any]:
+    """The file's Arrow types by (served) column, checked against the first file's read columns."""
     schema = metadata.schema.to_arrow_schema()
-    types = {f.name: f.type for f in schema}
+    renames = renames or {}
+    types = {renames.get(f.name, f.name): f.type for f in schema}
     for name, spec in first.items():
         t = types.get(name)
         if t is None:
@@ -193,7 +212,9 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     first_footer = read_footer(first_ref, roots[first_ref.root])
     first_schema = first_footer.metadata.schema.to_arrow_schema()
     lengths = dict(array_lengths or {})
-    specs = column_specs([(f.name, f.type) for f in first_schema], fields, columns, lengths, first_ref.url)
+    renames = dict(discovery.column_names)
+    specs = column_specs([(renames.get(f.name, f.name), f.type) for f in first_schema], fields, columns, lengths,
+                         first_ref.url)
     physical = {s.name: s for s in specs if not s.partition}
 
     def scan(ref: ParquetFileRef) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:
@@ -207,22 +228,24 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     infos, units = [], []
     for i, (ref, (footer, kept)) in enumerate(zip(files, scanned)):
         md = footer.metadata
-        _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths)
+        _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths, renames)
         infos.append(FileInfo(ref, len(footer.data), footer.digest))
-        leaves = _leaves(md, list(physical))
+        leaves = _served_leaves(md, list(physical), renames)
+        row_starts = np.concatenate([[0], np.cumsum([md.row_group(j).num_rows for j in range(md.num_row_groups)])])
         for rg, keep in kept:
-            units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url))
+            units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url, int(row_starts[rg])))
     sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
     mode = fetch if fetch != "auto" else _auto_fetch(units, infos)
-    plan = Plan([loc.url for loc in roots], infos, list(fields), specs, units, unit_of, starts, sizes, mode)
+    plan = Plan([loc.url for loc in roots], infos, list(fields), specs, units, unit_of, starts, sizes, mode,
+                column_names=renames)
     plan.fingerprint = _fingerprint(plan)
     return plan
 
 
-def restrict(plan: Plan, keep: Sequence[bool | np.ndarray]) -> Plan:
+def restrict(plan: Plan, keep: Sequence[bool | np.ndarray], rows_per_shard: int | None = None) -> Plan:
     """``plan`` with fewer rows: per unit, ``keep`` is True (as it is), False (dropped), or a
     boolean mask over the rows it keeps now (the rows kept after). Units left empty are
-    dropped; shards are one per unit. What a reader that selects row groups or rows by its own
+    dropped; shards are one per unit (or slices of ``rows_per_shard``). What a reader that selects row groups or rows by its own
     rules at open (Petastorm's row-group selectors, predicates, shards) builds its source from."""
     if len(keep) != len(plan.units):
         raise InvalidArgumentError(f"restrict: {len(keep)} selections for {len(plan.units)} units")
@@ -244,10 +267,10 @@ def restrict(plan: Plan, keep: Sequence[bool | np.ndarray]) -> Plan:
         mask = None if rows == unit.total_rows else np.packbits(full).tobytes()
         frac = rows / unit.rows
         units.append(Unit(unit.file, unit.row_group, rows, unit.total_rows, mask, unit.ranges,
-                          int(unit.stored * frac), int(unit.decoded * frac)))
-    sizes, unit_of, starts = _shards([u.rows for u in units], None)
+                          int(unit.stored * frac), int(unit.decoded * frac), unit.first_row))
+    sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
     out = Plan(list(plan.root_urls), list(plan.files), list(plan.partition_fields), list(plan.specs), units,
-               unit_of, starts, sizes, plan.fetch)
+               unit_of, starts, sizes, plan.fetch, column_names=dict(plan.column_names))
     out.fingerprint = _fingerprint(out)
     return out
 
@@ -260,7 +283,7 @@ def _scatter(current: np.ndarray, kept: np.ndarray) -> np.ndarray:
 
 
 def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, list[int]],
-          specs: list[ColumnSpec], null_policy: str, url: str) -> Unit:
+          specs: list[ColumnSpec], null_policy: str, url: str, first_row: int = 0) -> Unit:
     group = md.row_group(rg)
     total = group.num_rows
     rows = total if keep is None else int(keep.sum())
@@ -279,7 +302,7 @@ def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, l
         if spec.kind in ("str", "bytes", "decimal", "json"):
             objects += _OBJECT_BYTES * rows
     mask = None if keep is None else np.packbits(keep).tobytes()
-    return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects)
+    return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects, first_row)
 
 
 def _check_no_nulls(spec: ColumnSpec, col: Any, url: str, rg: int) -> None:
@@ -333,7 +356,8 @@ def _auto_fetch(units: list[Unit], infos: list[FileInfo]) -> str:
 def _fingerprint(plan: Plan) -> str:
     h = hashlib.blake2s(digest_size=16)
     for part in (plan.root_urls, [(f.ref.url, f.ref.size, f.ref.tag, f.footer_digest) for f in plan.files],
-                 [(s.name, s.encoding, s.kind, s.shape) for s in plan.specs], plan.fetch):
+                 [(s.name, s.encoding, s.kind, s.shape) for s in plan.specs], plan.fetch,
+                 sorted(plan.column_names.items())):
         h.update(repr(part).encode())
     for u in plan.units:
         h.update(repr((u.file, u.row_group, u.rows)).encode())

@@ -30,11 +30,12 @@ from petastream.pipeline.executor import Executor
 from petastream.pipeline.pacing import Pacer
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
-from petastream.source import Source, open_source
+from petastream.source import Source, is_source, open_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
 from petastream.stream.budget import LoaderBudget, local_readers, refit_advice
 
-__all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers"]
+__all__ = ["BatchLoader", "RunStage", "WorkStage", "checked_columns", "checked_workers", "check_snapshot",
+           "source_snapshot"]
 
 log = logging.getLogger("petastream.pipeline")
 
@@ -51,6 +52,37 @@ def checked_workers(num_workers: int, prefetch: int, readahead: int) -> None:
     _positive("num_workers", num_workers, "decode workers")
     _positive("prefetch", prefetch, "batches ready per worker")
     _positive("readahead", readahead, "chunks announced ahead", minimum=0)
+
+
+def source_snapshot(source: Any) -> Any:
+    """What a source reads when it is pinned to one snapshot of a changing table (its optional
+    ``snapshot`` capability; a mixture's: its streams'), or None."""
+    parts = getattr(source, "sources", None)
+    if isinstance(parts, (list, tuple)):
+        found = [source_snapshot(s) for s in parts]
+        return {"format": "mixture", "streams": found} if any(f is not None for f in found) else None
+    snapshot = getattr(source, "snapshot", None)
+    return dict(snapshot) if isinstance(snapshot, dict) else None
+
+
+def check_snapshot(state: Any, source: Any) -> None:
+    """Refuse to resume a position saved on another snapshot of the table: the rows, and so
+    what the position means, differ. The fix is to open the state's snapshot."""
+    saved = state.get("snapshot") if isinstance(state, dict) else None
+    if saved is None:
+        return
+    mine = source_snapshot(source)
+    if saved != mine:
+        raise InvalidArgumentError(
+            f"state was saved reading {saved}, this loader reads {mine}: the table changed in between. "
+            "Open the state's snapshot to resume (for a Delta table: dataset_options={'version': "
+            "state['snapshot']['version']}, or DeltaSource(url, version=...)), or start afresh")
+
+
+def _pacer(source: Source) -> Pacer | None:
+    peers = getattr(source, "cache_peers", None)  # an optional Source capability
+    peers = peers() if callable(peers) else None
+    return Pacer(peers, source, local_readers() - 1) if peers is not None else None
 
 
 def checked_columns(source: Source, columns: Sequence[str] | None,
@@ -135,22 +167,16 @@ class BatchLoader:
         stages: Sequence[RunStage] = (),
         superseded: str = "raise",
     ):
-        self.dataset = open_source(dataset, dataset_options)
+        #: Whether this loader opened its source (from a URL): then it may reopen it at the
+        #: snapshot a resumed state was saved on (see :meth:`load_state_dict`).
+        self.owns_dataset = not is_source(dataset)
         checked_workers(num_workers, prefetch, readahead)
-        checked_columns(self.dataset, columns, transform)
         if convert is not None and not callable(convert):
             raise InvalidArgumentError(f"convert must be a callable batch -> item, got {convert!r}")
-        self.budget = LoaderBudget(self.dataset, shuffle=shuffle, window=window, block_size=block_size,
-                                   readahead=readahead)
-        # A window we chose (not the user) follows a resumed state's, whatever this run chose.
-        self.planner = StreamPlanner(self.dataset.shard_sizes, batch_size, shuffle=shuffle, seed=seed,
-                                     world_size=world_size, rank=rank, drop_last=drop_last,
-                                     adopt_order=window is None and block_size is None,
-                                     **self.budget.order_options(window, block_size))
-        # An ended iteration gives back its shard maps and descriptors: a job that builds a
-        # loader per evaluation must not run out of them (the next iteration reopens).
-        self.driver = EpochDriver(self.planner, self._run_pass, num_epochs=num_epochs,
-                                  superseded=superseded, on_end=self.dataset.close)
+        self._order_args: dict[str, Any] = dict(batch_size=batch_size, shuffle=shuffle, seed=seed, world_size=world_size, rank=rank,
+                                drop_last=drop_last, window=window, block_size=block_size, readahead=readahead,
+                                num_epochs=num_epochs, superseded=superseded)
+        self._bind(open_source(dataset, dataset_options), columns, transform)
         self.columns = list(columns) if columns is not None else None
         self.num_workers = num_workers
         self.prefetch = prefetch
@@ -161,10 +187,44 @@ class BatchLoader:
         self.executor: Executor = executor if executor is not None else ThreadExecutor(num_workers, prefetch)
         self.work_stages: list[WorkStage] = list(work_stages)
         self.stages: list[RunStage] = list(stages)
-        peers = getattr(self.dataset, "cache_peers", None)  # an optional Source capability
-        peers = peers() if callable(peers) else None
         #: Keeps this loader near the other readers of its order on a shared bounded cache.
-        self.pacer = Pacer(peers, self.dataset, local_readers() - 1) if peers is not None else None
+        self.pacer = _pacer(self.dataset)
+
+    def _bind(self, dataset: Source, columns: Sequence[str] | None, transform: Any) -> None:
+        """Read ``dataset``: its budget, planner and driver (at open, and when a resumed state
+        reopens the source at its snapshot)."""
+        a = self._order_args
+        checked_columns(dataset, columns, transform)
+        self.dataset = dataset
+        self.budget = LoaderBudget(dataset, shuffle=a["shuffle"], window=a["window"], block_size=a["block_size"],
+                                   readahead=a["readahead"])
+        # A window we chose (not the user) follows a resumed state's, whatever this run chose.
+        self.planner = StreamPlanner(dataset.shard_sizes, a["batch_size"], shuffle=a["shuffle"], seed=a["seed"],
+                                     world_size=a["world_size"], rank=a["rank"], drop_last=a["drop_last"],
+                                     adopt_order=a["window"] is None and a["block_size"] is None,
+                                     **self.budget.order_options(a["window"], a["block_size"]))
+        # An ended iteration gives back its shard maps and descriptors: a job that builds a
+        # loader per evaluation must not run out of them (the next iteration reopens).
+        self.driver = EpochDriver(self.planner, self._run_pass, num_epochs=a["num_epochs"],
+                                  superseded=a["superseded"], on_end=dataset.close)
+
+    def _reopen_at(self, snapshot: Any) -> bool:
+        """Reopen this loader's own source at ``snapshot`` (a Delta table's recorded version),
+        where the source can (``at_snapshot``) and reads the same columns; whether it did."""
+        reopen = getattr(self.dataset, "at_snapshot", None)
+        if not self.owns_dataset or not callable(reopen):
+            return False
+        source = reopen(snapshot)
+        if dict(source.columns) != dict(self.dataset.columns):
+            raise InvalidArgumentError(
+                f"state was saved reading {snapshot}, whose columns {dict(source.columns)} differ from "
+                f"those this loader reads ({dict(self.dataset.columns)}); start afresh")
+        self.driver.set_epoch(self.planner.epoch)  # supersedes a running iteration, as a state load does
+        self.dataset.close()
+        self._bind(source, self.columns, self.transform)
+        self.pacer = _pacer(source)
+        log.info("resuming at the state's snapshot %s (the table changed since)", snapshot)
+        return True
 
     @property
     def cache_fit(self) -> CacheFit | None:
@@ -195,11 +255,22 @@ class BatchLoader:
     def state_dict(self, steps: int | None = None) -> dict[str, Any]:
         """The position to resume from: after every batch handed out so far, or (``steps=k``)
         after the first ``k`` batches of the current iteration. JSON-serialisable; resumes on
-        any worker count, worker type or world size."""
-        return self.driver.state_dict(steps)
+        any worker count, worker type or world size. A source read at a pinned snapshot (a Delta
+        table's version) is recorded under ``"snapshot"``."""
+        state = self.driver.state_dict(steps)
+        snapshot = source_snapshot(self.dataset)
+        if snapshot is not None:
+            state["snapshot"] = snapshot
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """The next iteration resumes where ``state`` stands."""
+        """The next iteration resumes where ``state`` stands. A state saved on a snapshot of a
+        table (a Delta version) other than the one read now (the table was written since) is
+        resumed on its own snapshot where this loader opened the source itself from a URL;
+        else it is refused (open the state's snapshot and load the state again)."""
+        saved = state.get("snapshot") if isinstance(state, dict) else None
+        if saved is None or saved == source_snapshot(self.dataset) or not self._reopen_at(saved):
+            check_snapshot(state, self.dataset)
         self.driver.load_state_dict(state)
         if self.cache_fit is not None and self.dataset.cache_limit is not None:
             # The state's window replaced the one fitted to the cache (adopt_order): say so.
