@@ -224,7 +224,7 @@ def test_skips_vcs_virtualenvs_site_packages_and_checkpoints(tmp_path: Path, run
 def test_exclude(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, {"a/x.py": "import petastorm\n", "b/y.py": "import petastorm\n"})
     run = run_cli("--exclude", "a", "--exclude", "*/skip_*.py", ".", cwd=tmp_path)
-    assert "b/y.py" in run.err and "a/x.py" not in run.err
+    assert "+++ b/b/y.py" in run.out and "a/x.py" not in run.out + run.err
 
 
 def test_missing_path_and_unknown_file_type(tmp_path: Path, run_cli) -> None:
