@@ -40,6 +40,8 @@ PARITY = {
     "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 2},
     "compat/tf_utils.py": {"RuntimeError": 1},
     "compat/weighted_sampling_reader.py": {"ValueError": 5},
+    "compat/fs_utils.py": {"ValueError": 3, "RuntimeError": 1},
+    "compat/test_util/reader_mock.py": {"ValueError": 1},
 }
 # Exception classes that are not PetastreamErrors: internal control flow that never reaches a
 # caller (the materializer turns TaskErrors into a MaterializationError, as Spark's own error).

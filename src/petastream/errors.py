@@ -106,6 +106,11 @@ ngram.NGram                                  "Fields must be set", "delta_thres-
 weighted_sampling_reader                     "Two or more readers must be",        ValueError
                                              "All readers passed to..."
 tf_utils                                     'Encountered "'                       RuntimeError
+fs_utils.FilesystemResolver,                 "ERROR! A scheme-less dataset url",   ValueError,
+get_filesystem_and_path_or_paths             "URLs must be of the form", "The      RuntimeError
+                                             dataset url list must contain",
+                                             "Pickling FilesystemResolver is not"
+test_util.reader_mock.ReaderMock             "Sequence argument not supported"     ValueError
 ===========================================  ==================================  ===============
 
 ``tests/test_error_policy.py`` counts the bare raises per module against this list, so a new

@@ -148,8 +148,9 @@ def test_image_errors():
         codec.encode(_field(np.uint8, (2, 2), codec, "img"), np.zeros((2, 3), np.uint8))
     with pytest.raises(ValueError, match="Supported dimensions are"):
         codec.encode(_field(np.uint8, (2, 2, 4), codec), np.zeros((2, 2, 4), np.uint8))
+    jpeg = CompressedImageCodec("jpeg")
     with pytest.raises(EncodingError, match="'img'.*uint16 colour image is not supported"):
-        codec.encode(_field(np.uint16, (2, 2, 3), codec, "img"), np.zeros((2, 2, 3), np.uint16))
+        jpeg.encode(_field(np.uint16, (2, 2, 3), jpeg, "img"), np.zeros((2, 2, 3), np.uint16))
 
 
 def test_image_decode_refusals(image_decoder):
@@ -182,6 +183,24 @@ def test_a_16_bit_colour_png_decodes_as_petastorm_with_opencv_and_is_refused_by_
         else:  # Pillow would read 8 bits of it: refused rather than other pixels
             with pytest.raises(EncodingError, match="'img': a 16-bit colour PNG"):
                 codec.decode(field, png16.tobytes())
+    _images._opencv.cache_clear()
+
+
+def test_a_16_bit_colour_png_is_written_as_opencv_writes_its_pixels(monkeypatch):
+    """Petastorm writes (H, W, 3) uint16 PNGs with OpenCV; ours (Pillow cannot write them) is a
+    16-bit RGB file of the same pixels, which OpenCV and Petastorm's reader decode to the array."""
+    cv2 = pytest.importorskip("cv2")
+    from petastream.compat import _images
+
+    monkeypatch.setenv("PETASTREAM_IMAGE_DECODER", "opencv")
+    _images._opencv.cache_clear()
+    rgb = np.random.default_rng(3).integers(0, 65535, size=(7, 5, 3), endpoint=True).astype(np.uint16)
+    codec = CompressedImageCodec("png")
+    field = _field(np.uint16, (7, 5, 3), codec, "img")
+    ours = bytes(codec.encode(field, rgb))
+    assert (ours[24], ours[25]) == (16, 2)
+    assert np.array_equal(cv2.imdecode(np.frombuffer(ours, np.uint8), cv2.IMREAD_UNCHANGED)[:, :, ::-1], rgb)
+    assert np.array_equal(codec.decode(field, ours), rgb)
     _images._opencv.cache_clear()
 
 

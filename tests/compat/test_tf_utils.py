@@ -61,3 +61,18 @@ def test_batches_of_a_parquet_store(tmp_path):
         assert len(tf_tensors(reader).id) > 0
         with pytest.raises(InvalidArgumentError, match="shuffling_queue_capacity"):
             tf_tensors(reader, shuffling_queue_capacity=10)
+
+
+def test_a_tf1_dataset_as_petastorm_s(tmp_path):
+    """Petastorm builds it with tf.compat.v1 (a DatasetV1, recorded from Petastorm 0.13.1 on
+    TF 2.17): its examples call make_one_shot_iterator() in a graph."""
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    pq.write_table(pa.table({"id": np.arange(10)}), tmp_path / "a.parquet")
+    with tf.Graph().as_default():
+        with make_batch_reader(str(tmp_path), num_epochs=1) as reader:
+            dataset = make_petastorm_dataset(reader)
+            assert isinstance(dataset, tf.compat.v1.data.Dataset)
+            batch = dataset.make_one_shot_iterator().get_next()
+            with tf.compat.v1.Session() as session:
+                assert sorted(session.run(batch).id.tolist()) == list(range(10))

@@ -153,3 +153,29 @@ def test_from_arrow_schema():
     with pytest.raises(ValueError, match="unsupported column type map"):
         Unischema.from_arrow_schema(pa.schema([pa.field("m", pa.map_(pa.string(), pa.int8()))]),
                                     omit_unsupported_fields=False)
+
+
+def test_from_arrow_schema_reads_the_shapes_petastorm_duck_types():
+    """Petastorm read ``pieces[0].get_metadata().schema.to_arrow_schema()`` and ``partitions``
+    (pyarrow's legacy ParquetDataset); objects of that shape, mocks in users' tests included,
+    still work, as do a ParquetSchema-like ``schema`` and a pyarrow Schema."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    import pyarrow as pa
+
+    arrow = pa.schema([pa.field("x", pa.int8()), pa.field("h", pa.float16())])
+    piece = mock.Mock()
+    piece.get_metadata().schema.to_arrow_schema.return_value = arrow
+    dataset = mock.Mock()
+    type(dataset).pieces = mock.PropertyMock(return_value=[piece])
+    type(dataset).partitions = [SimpleNamespace(name="part", dictionary=pa.array(["a", "b"])),
+                                SimpleNamespace(name="n", dictionary=pa.array([0, 1]))]
+    with pytest.warns(UserWarning, match="Column 'h' has an unsupported field"):  # float16: as Petastorm
+        schema = Unischema.from_arrow_schema(dataset)
+    assert [(f.name, f.numpy_dtype, f.nullable) for f in schema.fields.values()] == [
+        ("part", np.str_, False), ("n", np.int64, False), ("x", np.int8, True)]
+    with pytest.raises(ValueError, match="Cannot auto-create unischema due to unsupported column type halffloat"):
+        Unischema.from_arrow_schema(arrow, omit_unsupported_fields=False)
+    legacy_schema = SimpleNamespace(schema=SimpleNamespace(to_arrow_schema=lambda: arrow.remove(1)))
+    assert list(Unischema.from_arrow_schema(legacy_schema).fields) == ["x"]

@@ -27,10 +27,10 @@ CLEAN_AFTER_MIGRATION = {
 WITH_MANUAL_ITEMS = {
     "loader.py": """
         from petastorm import TransformSpec
-        from petastorm.fs_utils import FilesystemResolver
-        fs = FilesystemResolver(url).filesystem()
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver
+        fs = HdfsNamenodeResolver(url).filesystem()
         loader = converter.make_torch_dataloader(transform_spec=TransformSpec(fn))
-        """,  # TransformSpec moves; petastorm.fs_utils has no compat equivalent and stays
+        """,  # TransformSpec moves; petastorm.hdfs has no compat equivalent and stays
 }
 
 
@@ -94,15 +94,15 @@ def test_manual_items_exit_3_in_every_mode_once_nothing_is_pending(tmp_path: Pat
         run = run_cli(*args, ".", cwd=tmp_path)
         assert run.code == 3, args
     assert read(tmp_path, "loader.py").splitlines()[:2] == [  # isort order kept
-        "from petastorm.fs_utils import FilesystemResolver",
+        "from petastorm.hdfs.namenode import HdfsNamenodeResolver",
         "from petastream.compat import TransformSpec",
     ]
     assert "loader.py: 1 item(s) to migrate by hand" in run.err
     assert (
-        "  loader.py:1: petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat "
+        "  loader.py:1: petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided by petastream.compat "
         "(also used at 3)"
     ) in run.err
-    assert "      suggestion: resolve storage URLs with fsspec (fsspec.core.url_to_fs(url))" in run.err
+    assert "      suggestion: pass the hdfs:// URL to make_reader from petastream.compat" in run.err
 
 
 def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
@@ -110,7 +110,7 @@ def test_todo_flag_writes_comments(tmp_path: Path, run_cli) -> None:
     assert run_cli("--write", "--todo", ".", cwd=tmp_path).code == 3
     text = read(tmp_path, "loader.py")
     assert text.startswith(
-        "# TODO(petastream): petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; "
+        "# TODO(petastream): petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided by petastream.compat; "
     )
     assert run_cli("--check", "--todo", ".", cwd=tmp_path).out == ""  # idempotent
 
@@ -163,17 +163,17 @@ def test_json_report(tmp_path: Path, run_cli) -> None:
     (item,) = files["loader.py"]["items"]
     assert item == {
         "line": 2,
-        "column": 31,
+        "column": 36,
         "cell": None,
         "code": "unsupported-import",
         "location": "loader.py:2",
-        "message": "petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat",
+        "message": "petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided by petastream.compat",
         "suggestion": item["suggestion"],
         "uses": ["3"],
         "severity": "manual",
         "keeps_petastorm": True,
     }
-    assert "fsspec" in item["suggestion"]
+    assert "core-site.xml" in item["suggestion"]
 
 
 def test_notebook_items_carry_their_cell(tmp_path: Path, run_cli) -> None:
@@ -224,7 +224,7 @@ def test_skips_vcs_virtualenvs_site_packages_and_checkpoints(tmp_path: Path, run
 def test_exclude(tmp_path: Path, run_cli) -> None:
     write_tree(tmp_path, {"a/x.py": "import petastorm\n", "b/y.py": "import petastorm\n"})
     run = run_cli("--exclude", "a", "--exclude", "*/skip_*.py", ".", cwd=tmp_path)
-    assert "b/y.py" in run.err and "a/x.py" not in run.err
+    assert "+++ b/b/y.py" in run.out and "a/x.py" not in run.out + run.err
 
 
 def test_missing_path_and_unknown_file_type(tmp_path: Path, run_cli) -> None:
@@ -327,7 +327,7 @@ def test_console_script_in_a_subprocess(tmp_path: Path) -> None:
     assert "+++ b/train.py" in check.stdout
     assert "3 file(s) scanned, 3 would change, 2 flagged" in check.stderr
     write = subprocess.run([*command, "migrate", "--write", "-j", "2", "."], cwd=tmp_path, capture_output=True, text=True, env=env)
-    assert write.returncode == 3  # loader.py still has FilesystemResolver
+    assert write.returncode == 3  # loader.py still has HdfsNamenodeResolver
     assert read(tmp_path, "train.py").startswith("from petastream.compat import")
     helptext = subprocess.run([*command, "migrate", "--help"], capture_output=True, text=True, env=env)
     assert helptext.returncode == 0

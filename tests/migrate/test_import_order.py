@@ -163,14 +163,14 @@ def test_blank_line_above_a_group_survives_a_split_import() -> None:
 
         import torch
         from petastorm import NoDataAvailableError, TransformSpec
-        from petastorm.fs_utils import FilesystemResolver
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver
         """,
         """
         import os
 
         import torch
         from petastorm import NoDataAvailableError
-        from petastorm.fs_utils import FilesystemResolver
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver
         from petastream.compat import TransformSpec
         """,
         ["unsupported-import", "unsupported-import"],

@@ -9,7 +9,6 @@ from .conftest import assert_migrates, dedent, migrate
 # What petastream.compat does not provide (docs/migrate-tool.md, "What stays on Petastorm").
 UNSUPPORTED = [
     ("from petastorm import NoDataAvailableError", "petastorm.NoDataAvailableError", "PetastreamError"),
-    ("from petastorm.fs_utils import FilesystemResolver", "petastorm.fs_utils.FilesystemResolver", "fsspec"),
     ("from petastorm.hdfs.namenode import HdfsNamenodeResolver", "petastorm.hdfs.namenode.HdfsNamenodeResolver", "hdfs://"),
     ("from petastorm.workers_pool.thread_pool import ThreadPool", "petastorm.workers_pool.thread_pool.ThreadPool", "reader_pool_type"),
     ("from petastorm.cache import CacheBase", "petastorm.cache.CacheBase", "custom CacheBase subclasses"),
@@ -19,14 +18,12 @@ UNSUPPORTED = [
     ("from petastorm.tf_utils import date_to_nsec_from_epoch", "petastorm.tf_utils.date_to_nsec_from_epoch", "make_petastorm_dataset, tf_tensors"),
     ("from petastorm.transform import transform_schema", "petastorm.transform.transform_schema", "TransformSpec, edit_field"),
     ("from petastorm.utils import run_in_subprocess", "petastorm.utils.run_in_subprocess", "ProcessPoolExecutor"),
-    ("from petastorm.spark_utils import dataset_as_rdd", "petastorm.spark_utils.dataset_as_rdd", "decode_row"),
     ("from petastorm.tools.copy_dataset import copy_dataset", "petastorm.tools.copy_dataset.copy_dataset", "materialize_dataset"),
     (
         "from petastorm.etl.petastorm_generate_metadata import generate_petastorm_metadata",
         "petastorm.etl.petastorm_generate_metadata.generate_petastorm_metadata",
         "with materialize_dataset(spark, url, schema): pass",
     ),
-    ("from petastorm.test_util.reader_mock import ReaderMock", "petastorm.test_util.reader_mock.ReaderMock", "make_reader"),
 ]
 
 
@@ -77,17 +74,17 @@ def test_unischema_dataset_script_moves_module_for_module() -> None:
 
 def test_one_item_per_unsupported_name_with_its_uses() -> None:
     source = """
-        from petastorm.fs_utils import FilesystemResolver, get_filesystem_and_path_or_paths
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver, HdfsConnector
         from petastorm.local_disk_cache import LocalDiskCache
 
-        resolver = FilesystemResolver(url)
-        fs, path = get_filesystem_and_path_or_paths(url)
+        resolver = HdfsNamenodeResolver(url)
+        fs, path = HdfsConnector(url)
         cache = LocalDiskCache(path, 10 ** 9, 100)
-        again = FilesystemResolver(other)
+        again = HdfsNamenodeResolver(other)
         """
     result = assert_migrates(source, source, ["unsupported-import"] * 3)
     resolver = result.items[0]
-    assert (resolver.line, resolver.column, resolver.uses) == (1, 31, ("4", "7"))
+    assert (resolver.line, resolver.column, resolver.uses) == (1, 36, ("4", "7"))
 
 
 def test_todo_comments_mark_each_item_once() -> None:
@@ -129,24 +126,24 @@ def test_todo_comment_on_the_first_line_and_above_a_decorator() -> None:
     assert_migrates(
         """
         # header comment
-        from petastorm.fs_utils import FilesystemResolver
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver
         from unittest import mock
 
 
         class TestIt:
-            @mock.patch("petastorm.fs_utils.FilesystemResolver")
+            @mock.patch("petastorm.hdfs.namenode.HdfsNamenodeResolver")
             def test(self, fake): ...
         """,
         """
         # header comment
-        # TODO(petastream): petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; resolve storage URLs with fsspec (fsspec.core.url_to_fs(url)); petastream.compat's readers take the URL itself (and storage_options= or filesystem=)
-        from petastorm.fs_utils import FilesystemResolver
+        # TODO(petastream): petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided by petastream.compat; pass the hdfs:// URL to make_reader from petastream.compat (read through fsspec and pyarrow's HadoopFileSystem); namenode HA is the Hadoop client's (core-site.xml)
+        from petastorm.hdfs.namenode import HdfsNamenodeResolver
         from unittest import mock
 
 
         class TestIt:
-            # TODO(petastream): patch target 'petastorm.fs_utils.FilesystemResolver': petastorm.fs_utils.FilesystemResolver is not provided by petastream.compat; resolve storage URLs with fsspec (fsspec.core.url_to_fs(url)); petastream.compat's readers take the URL itself (and storage_options= or filesystem=)
-            @mock.patch("petastorm.fs_utils.FilesystemResolver")
+            # TODO(petastream): patch target 'petastorm.hdfs.namenode.HdfsNamenodeResolver': petastorm.hdfs.namenode.HdfsNamenodeResolver is not provided by petastream.compat; pass the hdfs:// URL to make_reader from petastream.compat (read through fsspec and pyarrow's HadoopFileSystem); namenode HA is the Hadoop client's (core-site.xml)
+            @mock.patch("petastorm.hdfs.namenode.HdfsNamenodeResolver")
             def test(self, fake): ...
         """,
         ["unsupported-import", "unsupported-patch-target"],
@@ -155,12 +152,12 @@ def test_todo_comment_on_the_first_line_and_above_a_decorator() -> None:
 
 
 def test_without_the_flag_no_comment_is_added() -> None:
-    source = "from petastorm.fs_utils import FilesystemResolver\n"
+    source = "from petastorm.hdfs.namenode import HdfsNamenodeResolver\n"
     assert migrate(source).code == source
 
 
 def test_todo_comment_already_present_is_not_added_again() -> None:
-    marked = migrate("from petastorm.fs_utils import FilesystemResolver\n", todo=True).code
+    marked = migrate("from petastorm.hdfs.namenode import HdfsNamenodeResolver\n", todo=True).code
     assert marked.count("# TODO(petastream)") == 1
     assert migrate(marked, todo=True).code == marked
     # the item is still reported: the work is not done yet
@@ -171,9 +168,9 @@ def test_items_are_in_line_order_with_columns() -> None:
     result = migrate(
         dedent(
             """
-            from petastorm.fs_utils import (
-                FilesystemResolver,
-                get_dataset_path,
+            from petastorm.hdfs.namenode import (
+                HdfsNamenodeResolver,
+                HdfsConnector,
             )
             """
         )

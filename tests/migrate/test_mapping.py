@@ -33,6 +33,17 @@ from .importable import exists
         ("petastorm.TransformSpec", "petastream.compat.TransformSpec", 2),
         ("petastorm.transform", "petastream.compat.transform", 2),
         ("petastorm.transform.edit_field", "petastream.compat.edit_field", 3),
+        # issue 34: the modules Petastorm's users and examples import besides the reader API
+        ("petastorm.fs_utils.FilesystemResolver", "petastream.compat.fs_utils.FilesystemResolver", 3),
+        ("petastorm.fs_utils", "petastream.compat.fs_utils", 2),
+        ("petastorm.spark_utils.dataset_as_rdd", "petastream.compat.spark_utils.dataset_as_rdd", 3),
+        ("petastorm.test_util", "petastream.compat.test_util", 2),
+        ("petastorm.test_util.reader_mock.ReaderMock", "petastream.compat.test_util.reader_mock.ReaderMock", 4),
+        (
+            "petastorm.test_util.shuffling_analysis.compute_correlation_distribution",
+            "petastream.compat.test_util.shuffling_analysis.compute_correlation_distribution",
+            4,
+        ),
         # issue 27: the reader API, module for module
         ("petastorm.make_reader", "petastream.compat.make_reader", 2),
         ("petastorm.make_batch_reader", "petastream.compat.make_batch_reader", 2),
@@ -91,7 +102,6 @@ def test_resolved(path: str, new: str, consumed: int) -> None:
         ("petastorm.arrow_reader_worker.ArrowReaderWorker", "petastorm.arrow_reader_worker.ArrowReaderWorker", "make_batch_reader"),
         ("petastorm.cache.NullCache", "petastorm.cache.NullCache", "cache_type"),
         ("petastorm.local_disk_cache.LocalDiskCache", "petastorm.local_disk_cache.LocalDiskCache", "cache_type='local-disk'"),
-        ("petastorm.fs_utils.FilesystemResolver", "petastorm.fs_utils.FilesystemResolver", "fsspec"),
         ("petastorm.hdfs.namenode.HdfsNamenodeResolver", "petastorm.hdfs.namenode.HdfsNamenodeResolver", "hdfs://"),
         ("petastorm.tools.copy_dataset.copy_dataset", "petastorm.tools.copy_dataset.copy_dataset", "materialize_dataset"),
         ("petastorm.tools.spark_session_cli.configure_spark", "petastorm.tools.spark_session_cli.configure_spark", "SparkSession"),
@@ -101,8 +111,6 @@ def test_resolved(path: str, new: str, consumed: int) -> None:
             "materialize_dataset",
         ),
         ("petastorm.etl.legacy.restricted_loads", "petastorm.etl.legacy.restricted_loads", "get_schema_from_dataset_url"),
-        ("petastorm.spark_utils.dataset_as_rdd", "petastorm.spark_utils.dataset_as_rdd", "decode_row"),
-        ("petastorm.test_util.reader_mock.ReaderMock", "petastorm.test_util.reader_mock.ReaderMock", "make_reader"),
         ("petastorm.utils.add_to_dataset_metadata", "petastorm.utils.add_to_dataset_metadata", "write_metadata"),
         ("petastorm.utils.run_in_subprocess", "petastorm.utils.run_in_subprocess", "ProcessPoolExecutor"),
         ("petastorm.transform.transform_schema", "petastorm.transform.transform_schema", "TransformSpec, edit_field"),
@@ -185,6 +193,12 @@ PETASTORM_PUBLIC = {
     "petastorm.transform": ("TransformSpec", "edit_field", "transform_schema"),
     "petastorm.ngram": ("NGram",),
     "petastorm.weighted_sampling_reader": ("WeightedSamplingReader",),
+    "petastorm.fs_utils": ("FilesystemResolver", "get_dataset_path", "get_filesystem_and_path_or_paths",
+                           "normalize_dir_url"),
+    "petastorm.spark_utils": ("dataset_as_rdd",),
+    "petastorm.test_util.reader_mock": ("ReaderMock", "schema_data_generator_example"),
+    "petastorm.test_util.shuffling_analysis": ("compute_correlation_distribution",
+                                               "generate_shuffle_analysis_dataset"),
 }
 NOT_MIRRORED = {
     "petastorm.NoDataAvailableError",

@@ -70,11 +70,24 @@ def test_patch_object_keeps_the_attribute_name_and_follows_the_module() -> None:
 
 def test_unsupported_patch_target_is_reported_and_kept() -> None:
     result = assert_migrates(
-        'patch("petastorm.fs_utils.get_filesystem_and_path_or_paths")\n',
-        'patch("petastorm.fs_utils.get_filesystem_and_path_or_paths")\n',
+        'patch("petastorm.hdfs.namenode.HdfsNamenodeResolver")\n',
+        'patch("petastorm.hdfs.namenode.HdfsNamenodeResolver")\n',
         ["unsupported-patch-target"],
     )
-    assert "fsspec.core.url_to_fs(url)" in result.items[0].suggestion
+    assert "core-site.xml" in result.items[0].suggestion
+
+
+def test_patch_targets_of_the_modules_compat_added() -> None:
+    assert_migrates(
+        """
+        patch("petastorm.fs_utils.get_filesystem_and_path_or_paths")
+        patch("petastorm.spark.spark_dataset_converter._wait_file_available")
+        """,
+        """
+        patch("petastream.compat.fs_utils.get_filesystem_and_path_or_paths")
+        patch("petastream.compat.spark_dataset_converter._wait_file_available")
+        """,
+    )
 
 
 def test_dynamic_targets_are_left_alone() -> None:

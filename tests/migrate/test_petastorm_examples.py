@@ -1,16 +1,14 @@
 """Petastorm's own examples, in their idioms (tests/migrate/petastorm_examples), migrated.
 
 mnist, hello_world (external and Petastorm datasets), imagenet and spark_dataset_converter:
-every Petastorm import moves to petastream.compat (issue 27), except
-``petastorm.spark_utils.dataset_as_rdd``, which compat does not mirror; the project keeps
-``petastorm`` for it until that use is rewritten, then drops it. The output is isort-clean and a
-fixed point, and the migrated ETL script writes a dataset compat reads the schema of.
+every Petastorm import moves to petastream.compat (issue 27; ``spark_utils.dataset_as_rdd``
+since issue 34) and the project drops ``petastorm``. The output is isort-clean and a fixed
+point, and the migrated ETL script writes a dataset compat reads the schema of.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,7 +20,7 @@ from .importable import exists
 from .installability import report_items
 
 EXAMPLES = Path(__file__).parent / "petastorm_examples"
-KEPT = "hello_world/petastorm_dataset/pyspark_hello_world.py"  # dataset_as_rdd: not mirrored
+RDD = "hello_world/petastorm_dataset/pyspark_hello_world.py"  # dataset_as_rdd
 
 
 @pytest.fixture
@@ -43,21 +41,14 @@ def _petastorm_imports(path: Path) -> list[str]:
     return [m for m in found if m.split(".")[0] == "petastorm"]
 
 
-def test_every_petastorm_import_moves_but_the_unmirrored_one(migrated) -> None:
+def test_every_petastorm_import_moves(migrated) -> None:
     root, code, items = migrated
-    assert code == 3  # one manual item left
-    assert [(i["path"], i["line"], i["code"]) for i in items] == [
-        (KEPT, 3, "unsupported-import"),
-        ("requirements.txt", 1, "petastorm-kept"),
-    ]
-    assert items[0]["message"] == "petastorm.spark_utils.dataset_as_rdd is not provided by petastream.compat"
-    assert "decode_row" in items[0]["suggestion"]
+    assert (code, items) == (0, [])
     sources = sorted(p for p in root.rglob("*.py") if p.stat().st_size)
     assert len(sources) == 16
-    for path in sources:
-        left = _petastorm_imports(path)
-        assert left == (["petastorm.spark_utils"] if path.relative_to(root).as_posix() == KEPT else []), path
-    assert (root / "requirements.txt").read_text() == "petastorm[tf,torch]==0.13.1\npetastream[spark,tf,torch]\n"
+    assert not any(_petastorm_imports(path) for path in sources)
+    assert (root / "requirements.txt").read_text() == "petastream[spark,tf,torch]\n"
+    assert "from petastream.compat.spark_utils import dataset_as_rdd\n" in (root / RDD).read_text()
     # what each example reads with, module for module
     assert (root / "mnist/pytorch_example.py").read_text().count(
         "from petastream.compat import TransformSpec, make_reader\nfrom petastream.compat.pytorch import DataLoader\n"
@@ -91,29 +82,6 @@ def test_migrated_imports_resolve(migrated) -> None:
                 for alias in node.names:
                     dotted = f"{node.module}.{alias.name}"
                     assert exists(dotted), (path, dotted)
-
-
-def test_petastorm_goes_once_the_last_item_is_rewritten(migrated, run_cli) -> None:
-    root, _, _ = migrated
-    kept = root / KEPT
-    # what the item suggests, by hand
-    text = kept.read_text(encoding="utf-8")
-    text = text.replace(
-        "from petastorm.spark_utils import dataset_as_rdd\n",
-        "from petastream.compat.etl.dataset_metadata import get_schema_from_dataset_url\n"
-        "from petastream.compat.utils import decode_row\n",
-    )
-    text = re.sub(
-        r"dataset_as_rdd\(dataset_url, spark, \[.*\]\)",
-        "spark.read.parquet(dataset_url).rdd.map(\n"
-        "        lambda row: decode_row(row.asDict(), get_schema_from_dataset_url(dataset_url)))",
-        text,
-    )
-    kept.write_text(text, encoding="utf-8")
-    done = run_cli("--write", ".", cwd=root)
-    assert done.code == 0, done.err
-    assert (root / "requirements.txt").read_text() == "petastream[spark,tf,torch]\n"
-    assert not any(_petastorm_imports(p) for p in root.rglob("*.py"))
 
 
 @pytest.mark.spark

@@ -2,9 +2,10 @@
 
 For Parquet datasets Petastorm did not write: every supported column becomes a codec-less field
 (scalars, or shape ``(None,)`` for a list column), hive partition keys come first as string or
-int64 fields, as in Petastorm. Beyond Petastorm's table, unsigned 16/32/64-bit integers, float16
-and the ``large_`` string/binary/list types are mapped too (Petastorm drops those columns with a
-warning).
+int64 fields, as in Petastorm. Beyond Petastorm's table, unsigned 16/32/64-bit integers and the
+``large_`` string/binary/list types are mapped too (Petastorm drops those columns with a
+warning); float16 is not, as in Petastorm (dropped with the warning, or its ``ValueError`` with
+``omit_unsupported_fields=False``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def numpy_type_from_arrow(arrow_type: pa.DataType) -> Any:
         return numpy_type_from_arrow(arrow_type.value_type)
     if t.is_list(arrow_type) or t.is_large_list(arrow_type) or t.is_fixed_size_list(arrow_type):
         return numpy_type_from_arrow(arrow_type.value_type)
-    if t.is_integer(arrow_type) or t.is_floating(arrow_type) or t.is_boolean(arrow_type):
+    if t.is_integer(arrow_type) or t.is_boolean(arrow_type) or (t.is_floating(arrow_type)
+                                                                and not t.is_float16(arrow_type)):
         return arrow_type.to_pandas_dtype()
     if t.is_string(arrow_type) or t.is_large_string(arrow_type):
         return np.str_
@@ -42,12 +44,23 @@ def numpy_type_from_arrow(arrow_type: pa.DataType) -> Any:
     raise ValueError(f"Cannot auto-create unischema due to unsupported column type {arrow_type}")
 
 
+def _legacy_piece_schema(dataset: Any) -> Any:
+    # Petastorm read pyarrow's legacy ParquetDataset as ``pieces[0].get_metadata().schema
+    # .to_arrow_schema()``; objects shaped so (and mocks of them in users' tests) still work
+    try:
+        return dataset.pieces[0].get_metadata().schema.to_arrow_schema()
+    except (AttributeError, IndexError, TypeError, KeyError):
+        return None
+
+
 def _arrow_schema(dataset: Any) -> pa.Schema:
     if isinstance(dataset, pa.Schema):
         return dataset
     schema: Any = getattr(dataset, "schema", None)
-    if hasattr(schema, "to_arrow_schema"):  # pyarrow's legacy ParquetDataset: a ParquetSchema
+    if not isinstance(schema, pa.Schema) and hasattr(schema, "to_arrow_schema"):  # a ParquetSchema
         schema = schema.to_arrow_schema()
+    if not isinstance(schema, pa.Schema):
+        schema = _legacy_piece_schema(dataset)
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentTypeError(f"from_arrow_schema: expected a pyarrow.Schema or a dataset with one, "
                                        f"got {type(dataset).__name__}")
@@ -55,14 +68,18 @@ def _arrow_schema(dataset: Any) -> pa.Schema:
 
 
 def _partition_fields(dataset: Any) -> list[tuple[str, pa.DataType]]:
-    partitioning = getattr(dataset, "partitioning", None)
-    if partitioning is not None and getattr(partitioning, "schema", None) is not None:
+    partitioning: Any = getattr(dataset, "partitioning", None)
+    if isinstance(getattr(partitioning, "schema", None), pa.Schema):
         # A discovered hive partitioning may list fields that are not directories: keep those
         # the files' directories name (``key=value``).
         files = list(getattr(dataset, "files", None) or [])
         keys = {part.split("=", 1)[0] for part in files[0].split("/")[:-1] if "=" in part} if files else set()
         return [(f.name, f.type) for f in partitioning.schema if f.name in keys]
-    legacy = getattr(dataset, "partitions", None)  # pyarrow's legacy ParquetPartitions
+    # pyarrow's legacy ParquetPartitions (or a list of objects with ``name`` and
+    # ``dictionary.type``, as Petastorm read them)
+    legacy = getattr(dataset, "partitions", None)
+    if not isinstance(legacy, (list, tuple)) and not hasattr(type(legacy), "__iter__"):
+        return []
     return [(p.name, p.dictionary.type) for p in (legacy or [])]
 
 

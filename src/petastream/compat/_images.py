@@ -7,6 +7,10 @@ Petastorm uses OpenCV: it writes an (H, W, 3) RGB array by handing OpenCV the ch
 module yields: (H, W) for a grey file (uint8, or uint16 for a 16-bit PNG), (H, W, 3) uint8 RGB for a
 colour or palette file; a file with an alpha channel is refused, as Petastorm refuses it.
 
+Pillow cannot write a 16-bit colour PNG, which OpenCV (and so Petastorm) writes for an
+(H, W, 3) uint16 array: :func:`_png_rgb16` writes that file itself (one IDAT of unfiltered
+big-endian scanlines, zlib), which decodes to the same pixels as Petastorm's.
+
 Reading with OpenCV, as Petastorm does, gives its pixels exactly (a JPEG decoder's rounding
 included; 16-bit colour PNG as uint16, which Pillow cannot read) and is faster: one C call that
 releases the interpreter lock, where Pillow's decode runs Python around its C (a 64x64 PNG
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
+import zlib
 from io import BytesIO
 from typing import Any
 
@@ -65,11 +71,13 @@ def encode(value: np.ndarray, image_codec: str, quality: int, field: str) -> byt
     """The ``image_codec`` ('png' or 'jpeg') file of an (H, W) or (H, W, 3) array."""
     if value.ndim not in (2, 3) or (value.ndim == 3 and value.shape[2] != 3):
         raise ValueError(_SHAPES.format(value.shape))
-    if value.dtype != np.uint8 and not (value.dtype == np.uint16 and value.ndim == 2 and image_codec == "png"):
+    if value.dtype != np.uint8 and not (value.dtype == np.uint16 and image_codec == "png"):
         raise EncodingError(
             f"field {field!r}: CompressedImageCodec({image_codec!r}) of a {value.dtype} "
-            f"{'grey' if value.ndim == 2 else 'colour'} image is not supported here (Pillow writes "
-            "uint8 images, and 16-bit grey PNG); store it with NdarrayCodec or CompressedNdarrayCodec")
+            f"{'grey' if value.ndim == 2 else 'colour'} image is not supported here (uint8 images, and "
+            "16-bit PNG); store it with NdarrayCodec or CompressedNdarrayCodec")
+    if value.dtype == np.uint16 and value.ndim == 3:
+        return _png_rgb16(value)
     Image = _image_module()
     image = Image.fromarray(np.ascontiguousarray(value))
     out = BytesIO()
@@ -81,6 +89,21 @@ def encode(value: np.ndarray, image_codec: str, quality: int, field: str) -> byt
         raise EncodingError(f"field {field!r}: image_codec {image_codec!r} is not supported; "
                             "use 'png' or 'jpeg'")
     return out.getvalue()
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _png_rgb16(value: np.ndarray) -> bytes:
+    """A 16-bit RGB PNG of an (H, W, 3) uint16 array (colour type 2, no interlace)."""
+    height, width = value.shape[:2]
+    rows = np.ascontiguousarray(value, dtype=">u2").view(np.uint8).reshape(height, width * 6)
+    # each scanline starts with its filter type: 0 (none)
+    scanlines = np.concatenate([np.zeros((height, 1), np.uint8), rows], axis=1)
+    header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
+    return (_PNG_MAGIC + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(scanlines.tobytes(), 6))
+            + _png_chunk(b"IEND", b""))
 
 
 def _png_depth_and_colour(data: bytes | memoryview) -> tuple[int, int] | None:

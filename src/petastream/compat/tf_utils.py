@@ -111,7 +111,9 @@ def make_petastorm_dataset(reader: Any) -> Any:
         row_type = type(first)
         signature = tuple(tf.TensorSpec(shape=(None, *np.asarray(v).shape[1:]), dtype=_tf_dtype(_sanitize(k, v)))
                           for k, v in zip(first._fields, first))
-    dataset = tf.data.Dataset.from_generator(lambda: _sanitized(iter(reader)), output_signature=signature)
+    # Petastorm builds it with tf.compat.v1, so it is a DatasetV1 (a DatasetV2 with TF1's
+    # make_one_shot_iterator() and make_initializable_iterator(), which its examples call)
+    dataset = tf.compat.v1.data.Dataset.from_generator(lambda: _sanitized(iter(reader)), output_signature=signature)
     return dataset.map(lambda *values: row_type(*values))
 
 

@@ -23,6 +23,9 @@ SUGGESTIONS: dict[str, str] = {
     "petastorm.NoDataAvailableError": (
         "catch petastream.PetastreamError instead (or drop the handler)"
     ),
+    "petastorm.__version__": (
+        "petastream.__version__ is petastream's own version: drop the Petastorm version check"
+    ),
     "petastorm.errors": "catch petastream.PetastreamError (petastream.errors) instead",
     "petastorm.spark": (
         "petastream.compat mirrors only the documented converter API of petastorm.spark: "
@@ -59,11 +62,8 @@ SUGGESTIONS: dict[str, str] = {
         "cache_row_size_estimate= to make_reader from petastream.compat instead of building the "
         "cache"
     ),
-    # storage: compat reads every store through fsspec, from the URL
-    "petastorm.fs_utils": (
-        "resolve storage URLs with fsspec (fsspec.core.url_to_fs(url)); petastream.compat's "
-        "readers take the URL itself (and storage_options= or filesystem=)"
-    ),
+    # storage: compat reads every store through fsspec, from the URL (petastream.compat.fs_utils
+    # resolves URLs as Petastorm's did)
     "petastorm.hdfs": (
         "pass the hdfs:// URL to make_reader from petastream.compat (read through fsspec and "
         "pyarrow's HadoopFileSystem); namenode HA is the Hadoop client's (core-site.xml)"
@@ -88,19 +88,14 @@ SUGGESTIONS: dict[str, str] = {
         "run the function in a subprocess yourself (multiprocessing or concurrent.futures."
         "ProcessPoolExecutor)"
     ),
-    "petastorm.spark_utils": (
-        "read the dataset with Spark and decode it yourself: spark.read.parquet(url).rdd.map("
-        "lambda row: decode_row(row.asDict(), schema)), decode_row from petastream.compat.utils "
-        "and schema from get_schema_from_dataset_url(url) (petastream.compat.etl.dataset_metadata)"
-    ),
     "petastorm.tools.copy_dataset": (
         "copy with Spark inside materialize_dataset (petastream.compat.etl.dataset_metadata): "
         "spark.read.parquet(src).select(fields).write.parquet(dst)"
     ),
     "petastorm.tools": "configure the SparkSession builder in your own code",
-    "petastorm.test_util": (
-        "write a small dataset in the test (materialize_dataset, or df.write.parquet) and read "
-        "it with make_reader from petastream.compat"
+    "petastorm.tests": (
+        "Petastorm's own test suite: petastream.compat.test_util has its SyntheticDataset and "
+        "create_tf_graph; write other fixtures in your tests (materialize_dataset, make_reader)"
     ),
     "petastorm.benchmark": "time your loader directly; petastream.compat has no benchmark module",
 }

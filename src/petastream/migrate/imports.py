@@ -14,6 +14,7 @@ Rules, per bound name (see :mod:`petastream.migrate.bindings`):
   petastream.compat`` is added. The Petastorm import goes only when every use was migrated;
   the rest stay, and are findings with a suggestion.
 - Names compat does not provide stay as they are and are findings.
+- An unused ``import petastorm`` becomes ``import petastream.compat`` (alias kept).
 
 Every question "what does this path become?" goes through the file's resolver (a
 :class:`~petastream.migrate.pipeline.Policy`), which keeps a read pipeline together.
@@ -35,7 +36,7 @@ from .edits import (
     string_with,
     with_names,
 )
-from .mapping import Resolved, Unsupported, resolve, suggestion_for
+from .mapping import COMPAT, Resolved, Unsupported, resolve, suggestion_for
 from .pipeline import Policy
 from .plan import Finding, Plan
 from .tree import Tree
@@ -116,6 +117,10 @@ def _decide(binding: Binding, plan: Plan, resolver: _Resolver) -> _Decision:
         needed.append(imported.new)  # what the statement imported, if nothing else needs it
     if complete and needed:
         return _Decision("remove", needed=needed)
+    if not binding.uses and binding.imported == "petastorm":
+        # an unused ``import petastorm`` (an availability check, a leftover): the compat
+        # package stands where it stood
+        return _Decision("move", COMPAT)
     if not binding.uses and not needed:
         plan.findings.append(
             Finding(

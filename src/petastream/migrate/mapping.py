@@ -8,11 +8,12 @@ rewriting, attribute chains and ``mock.patch`` target strings all go through it,
 petastream.compat mirrors Petastorm's reader API module for module (``petastorm.X`` ->
 ``petastream.compat.X``: unischema, codecs, predicates, selectors, utils, etl and its
 dataset_metadata, rowgroup_indexers and rowgroup_indexing, reader, pytorch, tf_utils,
-transform, ngram, weighted_sampling_reader), plus the converter (``petastorm.spark`` ->
+transform, ngram, weighted_sampling_reader, fs_utils, spark_utils, test_util and its
+reader_mock and shuffling_analysis), plus the converter (``petastorm.spark`` ->
 ``petastream.compat``, ``petastorm.spark.spark_dataset_converter``). ``petastorm`` itself maps
 name by name (``make_reader``, ``make_batch_reader``, ``TransformSpec``). Each mirrored
 module maps the public names its compat module provides; everything else under ``petastorm``
-(Reader internals, worker pools, caches, HDFS and filesystem helpers, tools, the metadata
+(Reader internals, worker pools, caches, HDFS helpers, tools, the metadata
 regeneration script, ...) comes back as :class:`Unsupported`, with a concrete suggestion
 (:mod:`petastream.migrate.advice`). docs/migrate-tool.md lists the decisions module by module.
 """
@@ -125,6 +126,15 @@ _MIRRORED: dict[str, tuple[str, ...]] = {
     "petastorm.tf_utils": ("make_petastorm_dataset", "tf_tensors"),
     "petastorm.ngram": ("NGram",),
     "petastorm.weighted_sampling_reader": ("WeightedSamplingReader",),
+    "petastorm.fs_utils": (
+        "FilesystemResolver", "get_filesystem_and_path_or_paths", "get_dataset_path", "normalize_dir_url",
+    ),
+    "petastorm.spark_utils": ("dataset_as_rdd",),
+    "petastorm.test_util": (),
+    "petastorm.test_util.reader_mock": ("ReaderMock", "schema_data_generator_example"),
+    "petastorm.test_util.shuffling_analysis": (
+        "generate_shuffle_analysis_dataset", "compute_correlation_distribution",
+    ),
 }
 
 
@@ -156,6 +166,9 @@ _MODULES: dict[str, _ModuleMap] = {
             "SparkDatasetConverter": f"{COMPAT}.SparkDatasetConverter",
         },
     ),
+    # the two helpers of Petastorm's own test suite its examples' tests import
+    "petastorm.tests.conftest": _ModuleMap(None, {"SyntheticDataset": f"{COMPAT}.test_util.SyntheticDataset"}),
+    "petastorm.tests.test_tf_utils": _ModuleMap(None, {"create_tf_graph": f"{COMPAT}.test_util.create_tf_graph"}),
     # petastream.compat re-exports these two: migrated code imports them from there, as the
     # converter's users already do
     "petastorm.transform": _ModuleMap(

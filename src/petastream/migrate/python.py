@@ -19,6 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from .bindings import find_bindings
 from .import_order import ImportStyle, tidy_imports
 from .imports import plan_imports
+from .numpy_names import plan_numpy
 from .pipeline import plan_pipeline, unchecked_context_managers, unchecked_loaders
 from .plan import Finding, Plan
 from .report import ManualItem
@@ -85,6 +86,8 @@ def migrate_python(
         .merge(plan_strings(tree, policy.resolve))
         .merge(plan_usages(code, tree, bindings, policy))
     )
+    if plan.statements or plan.expressions:  # a file migrate rewrites runs on NumPy 2 after
+        plan = plan.merge(plan_numpy(tree, scopes))
     plan.findings += unchecked_loaders(tree, bindings, policy)
     plan.findings += unchecked_context_managers(tree, bindings, policy)
     items: list[ManualItem] = []
