@@ -35,6 +35,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from petastream.errors import PetastreamError
+
 __all__ = ["FileScan", "ScanVerdict", "recognise"]
 
 _CATALYST = "org.apache.spark.sql.catalyst.expressions."
@@ -65,8 +67,9 @@ class ScanVerdict:
     reason: str
 
 
-class _Doubt(Exception):
-    """Not a plain file scan (the message says why)."""
+class _Doubt(PetastreamError):
+    """Not a plain file scan (the message says why): caught by :func:`recognise`, never raised
+    to a caller."""
 
 
 def recognise(df: Any) -> ScanVerdict:
