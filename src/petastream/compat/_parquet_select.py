@@ -72,7 +72,8 @@ def _predicate_rows(plan: Plan, i: int, predicate: PredicateBase, storage_option
     stored = [f for f in fields if f not in partitions]
     loc = resolve(ref.url, storage_options)
     with (open(loc.path, "rb") if loc.is_local else loc.fs.open(loc.path, "rb")) as f:
-        table = pq.ParquetFile(f).read_row_group(unit.row_group, columns=stored)
+        file = pq.ParquetFile(f)  # a footerless unit (row_group WHOLE_FILE, -1) is the whole file
+        table = file.read(columns=stored) if unit.row_group < 0 else file.read_row_group(unit.row_group, columns=stored)
     selection = unit.selection()
     rows = unit.rows
     columns = {}

@@ -48,6 +48,11 @@ class ParquetFileRef:
     tag: str
     #: Hive partition values (``None``: the null partition), in the partition schema's order.
     partition: tuple[Any, ...] = ()
+    #: Rows it holds, when known without its footer (a Delta log's ``numRecords``), and its
+    #: columns' null counts known so (``(name in the file, count)``): such a file may be
+    #: planned without reading its footer (see :func:`petastream.parquet.plan.make_plan`).
+    num_rows: int | None = None
+    null_counts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass

@@ -26,7 +26,7 @@ from petastream.mds.sizes import human
 from petastream.parquet import decoded as decoded_cache
 from petastream.parquet.convert import Text, constant, prepare
 from petastream.parquet.fetch import Placement
-from petastream.parquet.plan import Plan, Unit
+from petastream.parquet.plan import WHOLE_FILE, Plan, Unit, check_file
 
 __all__ = ["Loaded", "RowGroups", "PACKED_KINDS"]
 
@@ -76,7 +76,8 @@ class RowGroups:
     def load(self, u: int, wait: bool, strings: str) -> Loaded | None:
         """Row group ``u``, loaded (None: ``wait`` False and no cache room for its bytes)."""
         unit = self.plan.units[u]
-        where = f"{self.plan.files[unit.file].ref.url}, row group {unit.row_group}"
+        where = self.plan.files[unit.file].ref.url + (f", row group {unit.row_group}" if unit.row_group != WHOLE_FILE
+                                                       else "")
         key = self.decoded_keys[u]
         buf = self.cache.open(key) if key is not None else None
         if key is not None and buf is not None:
@@ -165,11 +166,14 @@ class RowGroups:
             md = self._metadata.get(unit.file)
             if md is None:
                 md = pq.read_metadata(footer)
+                if unit.row_group == WHOLE_FILE:  # planned without its footer: checked now
+                    check_file(self.plan, unit.file, md)
                 if len(self._metadata) >= 64:
                     self._metadata.clear()
                 self._metadata[unit.file] = md
-            table = pq.ParquetFile(source, metadata=md, pre_buffer=False).read_row_group(
-                unit.row_group, columns=read, use_threads=True) if read else None
+            file = pq.ParquetFile(source, metadata=md, pre_buffer=False)
+            table = None if not read else (file.read(columns=read, use_threads=True) if unit.row_group == WHOLE_FILE
+                                           else file.read_row_group(unit.row_group, columns=read, use_threads=True))
         except (pa.ArrowException, OSError) as e:
             if isinstance(e, CorruptShardError):
                 raise

@@ -7,6 +7,14 @@ instead of reading every footer again and re-applying the filters.
 Shards are the row groups that hold rows after filtering (empty ones are dropped), each cut
 into slices of at most ``rows_per_shard`` rows (near-equal sizes) when given. A row group is
 the unit a read loads and decodes (:class:`Unit`); the slices of one row group share its load.
+
+A file whose row count is known without its footer (:attr:`ParquetFileRef.num_rows`: a Delta
+log's ``numRecords``) may be planned without reading its footer, as one unit, the whole file
+(:data:`WHOLE_FILE`): when no filter needs its row groups' statistics or rows, it is small
+(:data:`FOOTERLESS_FILE_BYTES`: reading it whole is reading its row groups), its null counts
+are known (the open-time null check), and it is fetched whole. Its footer is read when it is
+first loaded, and its schema checked then (:func:`check_file`). Opening a table of many small
+files is then one footer read, not one per file.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
 from petastream.parquet.types import ColumnSpec, column_specs, spec_for
 
-__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "FETCH_MODES"]
+__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "check_file", "FETCH_MODES",
+           "WHOLE_FILE", "FOOTERLESS_FILE_BYTES"]
 
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
@@ -38,12 +47,18 @@ _OBJECT_BYTES = 64  # memory a Python object (str, bytes, Decimal, list) adds pe
 #: least this many bytes read (AWS's guidance for ranged GETs is 8-16 MB: fewer requests
 #: per byte would not fill a fast link at S3's latency; see ``_auto_fetch``).
 SPLIT_ROW_GROUP_BYTES = 8 << 20
+#: :attr:`Unit.row_group` of a file planned without its footer: the unit is the whole file.
+WHOLE_FILE = -1
+#: Files up to this size may be planned without their footers (see the module doc): a larger
+#: file may hold several row groups, each worth a unit of its own (shuffle, memory).
+FOOTERLESS_FILE_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
 class FileInfo:
     ref: ParquetFileRef
-    #: Bytes of its footer (``<metadata> <length> PAR1``) and their hash (checked on fill).
+    #: Bytes of its footer (``<metadata> <length> PAR1``) and their hash (checked on fill);
+    #: 0 and "" for a file planned without its footer (:data:`WHOLE_FILE`).
     footer_bytes: int
     footer_digest: str
 
@@ -95,6 +110,8 @@ class Plan:
     fingerprint: str = ""
     #: ``{name in the files: name served}`` (see :attr:`Discovery.column_names`).
     column_names: dict[str, str] = field(default_factory=dict)
+    #: The ``array_lengths`` planned with (what a footerless file's schema is checked with).
+    array_lengths: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def read_columns(self) -> list[str]:
@@ -217,16 +234,31 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
                          first_ref.url)
     physical = {s.name: s for s in specs if not s.partition}
 
+    footerless = [ref is not first_ref and _footerless(ref, expr, fetch, specs, renames, null_policy)
+                  for ref in files]
+
     def scan(ref: ParquetFileRef) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:
         return _scan(ref, roots[ref.root], expr, fields, first_footer if ref is first_ref else None)
 
-    if len(files) > 1 and not all(roots[f.root].is_local for f in files):
-        with ThreadPoolExecutor(min(_PARALLEL, len(files)), thread_name_prefix="petastream-parquet") as pool:
-            scanned = list(pool.map(scan, files))
+    to_scan = [f for f, lazy in zip(files, footerless) if not lazy]
+    if len(to_scan) > 1 and not all(roots[f.root].is_local for f in to_scan):
+        with ThreadPoolExecutor(min(_PARALLEL, len(to_scan)), thread_name_prefix="petastream-parquet") as pool:
+            scanned = iter(list(pool.map(scan, to_scan)))
     else:
-        scanned = [scan(f) for f in files]
-    infos, units = [], []
-    for i, (ref, (footer, kept)) in enumerate(zip(files, scanned)):
+        scanned = iter([scan(f) for f in to_scan])
+    infos: list[FileInfo] = []
+    units: list[Unit] = []
+    per_row: tuple[float, float] | None = None
+    for i, (ref, lazy) in enumerate(zip(files, footerless)):
+        if lazy:
+            per_row = per_row or _bytes_per_row(units, ref)
+            infos.append(FileInfo(ref, 0, ""))
+            if ref.num_rows:
+                rows = int(ref.num_rows)
+                units.append(Unit(i, WHOLE_FILE, rows, rows, None, ((0, ref.size),), int(per_row[0] * rows),
+                                  int(per_row[1] * rows)))
+            continue
+        footer, kept = next(scanned)
         md = footer.metadata
         _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths, renames)
         infos.append(FileInfo(ref, len(footer.data), footer.digest))
@@ -235,11 +267,48 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
         for rg, keep in kept:
             units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url, int(row_starts[rg])))
     sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
-    mode = fetch if fetch != "auto" else _auto_fetch(units, infos)
+    mode = fetch if fetch != "auto" else ("file" if any(footerless) else _auto_fetch(units, infos))
     plan = Plan([loc.url for loc in roots], infos, list(fields), specs, units, unit_of, starts, sizes, mode,
-                column_names=renames)
+                column_names=renames, array_lengths=lengths)
     plan.fingerprint = _fingerprint(plan)
     return plan
+
+
+def _footerless(ref: ParquetFileRef, expr: Any, fetch: str, specs: list[ColumnSpec], renames: dict[str, str],
+                null_policy: str) -> bool:
+    """Whether ``ref`` is planned without its footer (see the module doc): its rows known, no
+    filter, fetched whole, small, and (``null_policy="error"``) no nulls in the columns the
+    footer's statistics would be checked for, by the counts known."""
+    if ref.num_rows is None or expr is not None or fetch == "row_group" or ref.size > FOOTERLESS_FILE_BYTES:
+        return False
+    if null_policy != "error":
+        return True
+    counts = dict(ref.null_counts)
+    stored = {v: k for k, v in renames.items()}
+    return all(counts.get(stored.get(s.name, s.name)) == 0 for s in specs
+               if not s.partition and s.kind not in ("fixed", "list", "json"))
+
+
+def _bytes_per_row(units: list[Unit], ref: ParquetFileRef) -> tuple[float, float]:
+    """Stored and decoded bytes per row of the units planned from footers (the first file's at
+    least): a footerless file's estimates (memory budgets); its file size per row if none."""
+    rows = sum(u.rows for u in units)
+    if rows:
+        return sum(u.stored for u in units) / rows, sum(u.decoded for u in units) / rows
+    per = ref.size / max(1, ref.num_rows or 1)
+    return per, per
+
+
+def check_file(plan: Plan, file: int, metadata: Any) -> None:
+    """Fail (``FormatError``) unless footerless file ``file``'s footer, read now, has the
+    plan's columns with their types and ``numRecords`` rows: what its planning would have
+    checked at open."""
+    ref = plan.files[file].ref
+    physical = {s.name: s for s in plan.specs if not s.partition}
+    _check_schema(ref.url, metadata, physical, plan.files[0].ref.url, True, plan.array_lengths, plan.column_names)
+    if metadata.num_rows != ref.num_rows:
+        raise FormatError(f"{ref.url} holds {metadata.num_rows} rows, its table's log says {ref.num_rows}; "
+                          "the file was replaced: open the table again")
 
 
 def restrict(plan: Plan, keep: Sequence[bool | np.ndarray], rows_per_shard: int | None = None) -> Plan:
@@ -270,7 +339,8 @@ def restrict(plan: Plan, keep: Sequence[bool | np.ndarray], rows_per_shard: int 
                           int(unit.stored * frac), int(unit.decoded * frac), unit.first_row))
     sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
     out = Plan(list(plan.root_urls), list(plan.files), list(plan.partition_fields), list(plan.specs), units,
-               unit_of, starts, sizes, plan.fetch, column_names=dict(plan.column_names))
+               unit_of, starts, sizes, plan.fetch, column_names=dict(plan.column_names),
+               array_lengths=dict(plan.array_lengths))
     out.fingerprint = _fingerprint(out)
     return out
 

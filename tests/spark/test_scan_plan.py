@@ -1,0 +1,93 @@
+"""The converter's direct-path recogniser (petastream.spark.scan_plan) on real local Spark
+DataFrames over Parquet, classic and Spark Connect: a plain scan (selected columns, column
+filters) is recognised and reads, through the Parquet source, the rows Spark collects;
+anything else is not, with its reason."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from petastream.parquet import ParquetSource
+from petastream.spark.scan_plan import recognise
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("scan")
+    plain = root / "plain"
+    os.makedirs(plain)
+    for k in range(2):
+        ids = list(range(50 * k, 50 * k + 50))
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "x": [i / 2 for i in ids],
+                                 "s": [None if i % 10 == 0 else f"s{i % 4}" for i in ids],
+                                 "flag": [i % 3 == 0 for i in ids]}), plain / f"part-{k}.parquet")
+    parted = root / "parted" / "k=1"
+    os.makedirs(parted)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), parted / "a.parquet")
+    return {"plain": str(plain), "parted": str(root / "parted")}
+
+
+def _session(request, mode):
+    return request.getfixturevalue("spark" if mode == "classic" else "spark_connect")
+
+
+def _functions(mode):
+    if mode == "classic":
+        from pyspark.sql import functions as F
+    else:
+        from pyspark.sql.connect import functions as F
+    return F
+
+
+def _served(scan) -> list[tuple]:
+    src = ParquetSource(list(scan.files), columns=list(scan.columns), filters=scan.filter, null_policy="fill")
+    got = src.read(np.arange(len(src)))
+    src.close()
+    return sorted(zip(*(got[c].tolist() for c in scan.columns)))
+
+
+@pytest.mark.parametrize("mode", ["classic", "connect"])
+def test_a_plain_scan_is_recognised_and_reads_sparks_rows(request, files, mode):
+    spark, F = _session(request, mode), _functions(mode)
+    whole = recognise(spark.read.parquet(files["plain"]))
+    assert whole.scan is not None, whole.reason
+    assert whole.scan.columns == ("id", "x", "s", "flag") and whole.scan.filter is None
+    assert sorted(whole.scan.files) == sorted(spark.read.parquet(files["plain"]).inputFiles())
+    df = (spark.read.parquet(files["plain"]).where((F.col("id") >= 7) & ~(F.col("s") == "s1"))
+          .select("id", "s", "flag").where(F.col("s").isin("s2", "s3") | F.col("flag")))
+    verdict = recognise(df)
+    assert verdict.scan is not None, verdict.reason
+    assert verdict.scan.columns == ("id", "s", "flag")
+    want = sorted((r["id"], r["s"], r["flag"]) for r in df.collect())
+    assert 0 < len(want) < 100 and _served(verdict.scan) == want
+    nulls = spark.read.parquet(files["plain"]).where(F.col("s").isNull()).select("id")
+    assert _served(recognise(nulls).scan) == sorted((r["id"],) for r in nulls.collect())
+
+
+@pytest.mark.parametrize("mode", ["classic", "connect"])
+def test_anything_else_is_not_recognised_with_its_reason(request, files, mode):
+    spark, F = _session(request, mode), _functions(mode)
+    df = spark.read.parquet(files["plain"])
+    cases = {
+        "NaN": df.where(F.col("x") > 3.0),
+        "Aggregate": df.groupBy("flag").count(),
+        "computes": df.select((F.col("id") + 1).alias("id")),
+        "Limit": df.limit(5),
+        "combines|join": df.join(df.select("id"), "id"),
+        "partitioned": spark.read.parquet(files["parted"]),
+        "options": spark.read.option("mergeSchema", "true").parquet(files["plain"]),
+        "not Parquet|json": spark.read.json(files["plain"]),
+    }
+    if mode == "connect":
+        cases["SQL string"] = df.where("id > 3")
+    for reason, frame in cases.items():
+        verdict = recognise(frame)
+        assert verdict.scan is None, (reason, verdict)
+        assert any(r.lower() in verdict.reason.lower() for r in reason.split("|")), (reason, verdict.reason)
