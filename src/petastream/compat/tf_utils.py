@@ -113,10 +113,11 @@ def _holds_text(value: Any) -> bool:
 
 
 class _Part:
-    """One namedtuple of an element: its type, field names and TensorSpecs."""
+    """One namedtuple of an element: how to make it from its values in order, its field names
+    and TensorSpecs."""
 
-    def __init__(self, row_type: type, names: list[str], specs: list[Any]):
-        self.row_type, self.names, self.specs = row_type, names, specs
+    def __init__(self, make: Callable[..., Any], names: list[str], specs: list[Any]):
+        self.make, self.names, self.specs = make, names, specs
 
 
 class _Layout:
@@ -140,7 +141,7 @@ class _Layout:
     def build(self, flat: Any) -> Any:
         flat, out, at = list(flat), {}, 0
         for key, part in self.parts.items():
-            out[key] = part.row_type(*flat[at:at + len(part.names)])
+            out[key] = part.make(*flat[at:at + len(part.names)])
             at += len(part.names)
         return out[None] if None in self.parts else out
 
@@ -150,7 +151,7 @@ def _schema_part(schema: Any) -> _Part:
 
     fields = list(schema.fields.values())
     specs = [tf.TensorSpec(shape=tuple(f.shape or ()), dtype=_field_dtype(f.numpy_dtype)) for f in fields]
-    return _Part(schema._get_namedtuple(), [f.name for f in fields], specs)
+    return _Part(schema.make_namedtuple_tf, [f.name for f in fields], specs)
 
 
 def _is_text_field(field: Any) -> bool:
