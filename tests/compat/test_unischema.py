@@ -179,3 +179,26 @@ def test_from_arrow_schema_reads_the_shapes_petastorm_duck_types():
         Unischema.from_arrow_schema(arrow, omit_unsupported_fields=False)
     legacy_schema = SimpleNamespace(schema=SimpleNamespace(to_arrow_schema=lambda: arrow.remove(1)))
     assert list(Unischema.from_arrow_schema(legacy_schema).fields) == ["x"]
+
+
+def test_legacy_alphabetical_field_order_switch():
+    """Petastorm's ``unischema._UNISCHEMA_FIELD_ORDER = 'alphabetical'`` (its deprecated legacy
+    order, set by scripts and tests with mock.patch) sorts a schema's fields and namedtuples by
+    name; the default keeps the input order. Orders recorded from Petastorm 0.13.1."""
+    from unittest import mock
+
+    from petastream.compat import unischema
+
+    def schema():
+        return unischema.Unischema("S", [unischema.UnischemaField(n, t, (), None, False)
+                                         for n, t in (("zeta", np.int32), ("alpha", np.float32), ("mid", np.int64))])
+
+    with mock.patch("petastream.compat.unischema._UNISCHEMA_FIELD_ORDER", "alphabetical"):
+        legacy = schema()
+        assert list(legacy.fields) == ["alpha", "mid", "zeta"]
+        assert repr(legacy.make_namedtuple(zeta=1, alpha=2.0, mid=3)) == "S_view(alpha=2.0, mid=3, zeta=1)"
+        view = legacy.create_schema_view([legacy.fields["zeta"], legacy.fields["mid"]])
+        assert view.make_namedtuple(zeta=1, mid=3)._fields == ("mid", "zeta")
+    default = schema()
+    assert list(default.fields) == ["zeta", "alpha", "mid"]
+    assert repr(default.make_namedtuple(zeta=1, alpha=2.0, mid=3)) == "S_view(zeta=1, alpha=2.0, mid=3)"

@@ -208,7 +208,6 @@ NOT_MIRRORED = {
     "petastorm.reader.NULL_CACHE",
     "petastorm.reader.normalize_dataset_url_or_urls",
     "petastorm.pytorch.LoaderBase",
-    "petastorm.tf_utils.RANDOM_SHUFFLING_QUEUE_SIZE",
     "petastorm.tf_utils.date_to_nsec_from_epoch",
     "petastorm.tf_utils.make_namedtuple_tf_ngram",
     "petastorm.transform.transform_schema",

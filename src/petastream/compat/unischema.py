@@ -27,6 +27,16 @@ __all__ = ["UnischemaField", "Unischema", "dict_to_spark_row", "insert_explicit_
            "match_unischema_fields"]
 
 
+# Petastorm's module switch for the order of a schema's fields and its namedtuples:
+# "preserve_input_order" (the default) or "alphabetical" (its deprecated legacy order, by name).
+# Scripts and tests that relied on the legacy order set it (``mock.patch``), so it is read at use.
+_UNISCHEMA_FIELD_ORDER = "preserve_input_order"
+
+
+def _alphabetical() -> bool:
+    return _UNISCHEMA_FIELD_ORDER.lower() == "alphabetical"
+
+
 def _fields_as_tuple(field: Any) -> tuple:
     # The codec is left out, as in Petastorm: an unpickled codec is a new object.
     return field.name, field.numpy_dtype, field.shape, field.nullable
@@ -61,7 +71,7 @@ class _NamedtupleCache:
 
     @staticmethod
     def get(parent_schema_name: str, field_names: Iterable[str]) -> type:
-        names = list(field_names)
+        names = sorted(field_names) if _alphabetical() else list(field_names)
         key = " ".join([parent_schema_name, *names])
         if key not in _NamedtupleCache._store:
             _NamedtupleCache._store[key] = namedtuple(f"{parent_schema_name}_view", names)
@@ -95,6 +105,8 @@ class Unischema:
 
     def __init__(self, name: str, fields: Iterable[UnischemaField]) -> None:
         self._name = name
+        if _alphabetical():
+            fields = sorted(fields, key=lambda f: f.name)
         self._fields: OrderedDict[str, UnischemaField] = OrderedDict((f.name, f) for f in fields)
         self._set_field_attributes()
 

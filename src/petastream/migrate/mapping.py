@@ -95,8 +95,8 @@ _SDC_NAMES = (
 # the public names its compat module provides. A Petastorm name left out stays on Petastorm and
 # is reported: petastorm.utils' run_in_subprocess and add_to_dataset_metadata,
 # petastorm.transform's transform_schema, petastorm.pytorch's LoaderBase, petastorm.tf_utils'
-# helpers other than make_petastorm_dataset and tf_tensors, petastorm.reader's cache constants
-# and normalize_dataset_url_or_urls.
+# helpers other than make_petastorm_dataset, tf_tensors and RANDOM_SHUFFLING_QUEUE_SIZE,
+# petastorm.reader's cache constants and normalize_dataset_url_or_urls.
 _MIRRORED: dict[str, tuple[str, ...]] = {
     "petastorm.unischema": (
         "Unischema", "UnischemaField", "dict_to_spark_row", "insert_explicit_nulls", "match_unischema_fields",
@@ -123,7 +123,7 @@ _MIRRORED: dict[str, tuple[str, ...]] = {
     ),
     "petastorm.reader": ("make_reader", "make_batch_reader", "Reader"),
     "petastorm.pytorch": ("DataLoader", "BatchedDataLoader", "InMemBatchedDataLoader", "decimal_friendly_collate"),
-    "petastorm.tf_utils": ("make_petastorm_dataset", "tf_tensors"),
+    "petastorm.tf_utils": ("make_petastorm_dataset", "tf_tensors", "RANDOM_SHUFFLING_QUEUE_SIZE"),
     "petastorm.ngram": ("NGram",),
     "petastorm.weighted_sampling_reader": ("WeightedSamplingReader",),
     "petastorm.fs_utils": (
