@@ -105,9 +105,7 @@ def make_petastorm_dataset(reader: Any) -> Any:
         row_type = reader.schema._get_namedtuple()
         signature = _row_signature(reader.schema)
     else:
-        probe = iter(reader)
-        first = next(probe)
-        probe.close()
+        first = reader.peek()  # left for the dataset's first element: the reader is one pass
         row_type = type(first)
         signature = tuple(tf.TensorSpec(shape=(None, *np.asarray(v).shape[1:]), dtype=_tf_dtype(_sanitize(k, v)))
                           for k, v in zip(first._fields, first))
