@@ -37,7 +37,10 @@ PARITY = {
     "compat/_row_load.py": {"ValueError": 2},
     "compat/_row_plan.py": {"ValueError": 2},
     "compat/ngram.py": {"ValueError": 7},
-    "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 2},
+    "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 3},
+    "compat/_row_source.py": {"ValueError": 1, "RuntimeError": 1},
+    "compat/_row_cache.py": {"ValueError": 1},
+    "compat/_row_filters.py": {"ValueError": 5, "TypeError": 1},
     "compat/tf_utils.py": {"RuntimeError": 1},
     "compat/weighted_sampling_reader.py": {"ValueError": 5},
 }
