@@ -27,10 +27,18 @@ from petastream.compat.etl import _store, dataset_metadata
 from petastream.compat.unischema import Unischema
 from petastream.errors import DatasetNotFoundError
 
-__all__ = ["RowSource", "normalize_urls", "open_row_source", "NOT_PETASTORM_WARNING"]
+__all__ = ["RowSource", "normalize_urls", "open_row_source", "warn_if_petastorm_dataset", "NOT_PETASTORM_WARNING",
+           "SHARD_SEED_WARNING"]
 
+# Petastorm's UserWarning texts (users filter warnings by them).
 NOT_PETASTORM_WARNING = ("Currently make_reader supports reading only Petastorm datasets. "
                          "To read from a non-Petastorm Parquet store use make_batch_reader")
+PETASTORM_DATASET_WARNING = ("Please use make_reader (instead of 'make_batch_dataset' function to read this dataset. "
+                             "You may get unexpected results. Currently make_batch_reader supports reading only "
+                             "Parquet stores that contain standard Parquet data types and do not require petastorm "
+                             "decoding.")
+SHARD_SEED_WARNING = ("shard_seed was deprecated and will be removed in future versions. "
+                      "Use seed to apply randomization effects on sharding row groups.")
 
 
 @dataclass(frozen=True)
@@ -94,3 +102,16 @@ def _files(urls: list[str], storage_options: dict | None) -> RowSource:
     with _store.open_file(root, names[0]) as f:
         arrow_schema = pq.ParquetFile(f).schema_arrow
     return RowSource(root, Unischema.from_arrow_schema(arrow_schema), pieces)
+
+
+def warn_if_petastorm_dataset(dataset_url_or_urls: Any, storage_options: dict | None) -> None:
+    """``make_batch_reader``'s warning on a directory holding Petastorm's Unischema (its codec
+    columns come back undecoded); as Petastorm, not for a list of files."""
+    if not isinstance(dataset_url_or_urls, (str, os.PathLike)):
+        return
+    location = _store.locate(dataset_url_or_urls, storage_options)
+    try:
+        dataset_metadata.get_schema(location)
+    except (dataset_metadata.PetastormMetadataError, OSError):
+        return
+    warnings.warn(PETASTORM_DATASET_WARNING, UserWarning, stacklevel=3)

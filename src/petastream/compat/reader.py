@@ -32,6 +32,7 @@ import os
 import re
 import secrets
 import threading
+import warnings
 from collections import namedtuple
 from collections.abc import Callable, Generator
 from typing import Any
@@ -46,6 +47,7 @@ from petastream.compat._row_cache import (
     local_path,
     pool_diagnostics,
 )
+from petastream.compat._row_source import SHARD_SEED_WARNING, warn_if_petastorm_dataset
 from petastream.compat._urls import normalize_dir_url
 from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
@@ -402,6 +404,8 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ):
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     check_num_epochs("make_batch_reader", num_epochs)
+    if shard_seed:
+        warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
     num_epochs = None if num_epochs is None else int(num_epochs)
     disk_cache = None
     if cache_type == "local-disk":
@@ -423,6 +427,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
                              cache_limit=cache["cache_limit"])
     else:
+        warn_if_petastorm_dataset(dataset_url_or_urls, storage_options)
         dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache=cache,
                                 filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
                                 cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy)

@@ -43,7 +43,7 @@ from petastream.compat._row_cache import (
 )
 from petastream.compat._row_load import LoadSpec, load_piece
 from petastream.compat._row_plan import plan_row_groups
-from petastream.compat._row_source import normalize_urls, open_row_source
+from petastream.compat._row_source import SHARD_SEED_WARNING, normalize_urls, open_row_source
 from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.ngram import NGram
 from petastream.compat.transform import transform_schema
@@ -239,8 +239,7 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
     read_schema = _schema_view(source.schema, schema_fields, urls[0] if len(urls) == 1 else urls)
     out_schema = transform_schema(read_schema, transform_spec) if transform_spec else read_schema
     if shard_seed:
-        warnings.warn("shard_seed was deprecated and will be removed in future versions. "
-                      "Use seed to apply randomization effects on sharding row groups.", UserWarning, stacklevel=2)
+        warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
     plan = plan_row_groups(source.location, source.pieces, source.schema, predicate, rowgroup_selector, cur_shard,
                            shard_count, shard_seed if shard_seed else seed, filters)
     if cache is not None and plan.worker_predicate is not None:
