@@ -312,3 +312,57 @@ def test_pyarrow_serialize_warns_on_the_process_pool():
 def test_batch_reader_on_a_petastorm_dataset_warns_as_petastorm():
     with pytest.warns(UserWarning, match=r"Please use make_reader \(instead of 'make_batch_dataset' function"):
         make_batch_reader(_url("partitioned")).stop()
+
+
+# -- make_reader's local-disk cache ---------------------------------------------------------------
+
+def _disk(location, limit=1 << 30):
+    return dict(cache_type="local-disk", cache_location=str(location), cache_size_limit=limit,
+                cache_row_size_estimate=1)
+
+
+def test_local_disk_cache_serves_later_epochs_without_the_files(tmp_path):
+    import shutil
+
+    dataset = tmp_path / "indexed"
+    shutil.copytree(_url("indexed"), dataset)
+    with make_reader(str(dataset), reader_pool_type="dummy", num_epochs=2, shuffle_row_groups=False,
+                     **_disk(tmp_path / "cache")) as reader:
+        first = [next(reader) for _ in range(16)]
+        for part in dataset.glob("*.parquet"):
+            part.unlink()  # the second epoch can only come from the cache now
+        second = list(reader)
+        assert len(list((tmp_path / "cache").glob("petastream-rows-*/*.pickle"))) == 4
+    assert [int(r.id) for r in second] == [int(r.id) for r in first] == list(range(16))
+    assert all(np.array_equal(a.vec, b.vec) and a.note == b.note for a, b in zip(first, second))
+    assert not (tmp_path / "cache").exists()  # its files and the emptied directory removed at exit
+
+
+@pytest.mark.parametrize("limit", [1 << 30, 60])  # 60 bytes: nothing fits, every read decodes
+def test_local_disk_cache_gives_the_rows_of_an_uncached_read(tmp_path, limit):
+    from tests.compat.petastorm_values import same
+
+    options = dict(seed=7, shuffle_rows=True, num_epochs=2, workers_count=2)
+    with make_reader(_url("all_codecs"), **options) as reader:
+        plain_rows = list(reader)
+    with make_reader(_url("all_codecs"), **options, **_disk(tmp_path / "c", limit)) as reader:
+        cached_rows = list(reader)
+        written = list((tmp_path / "c").glob("petastream-rows-*/*.pickle"))
+        assert bool(written) == (limit > 60)
+    assert [int(r.id) for r in cached_rows] == [int(r.id) for r in plain_rows]
+    assert all(same(getattr(a, k), getattr(b, k)) for a, b in zip(cached_rows, plain_rows) for k in a._fields)
+
+
+def test_local_disk_cache_of_two_readers_is_their_own(tmp_path):
+    # One location, two readers of different columns and transforms: neither serves the other's rows.
+    from petastream.compat import TransformSpec
+
+    def double(row):
+        return dict(row, id=row["id"] * 2)
+
+    with make_reader(_url("indexed"), **_disk(tmp_path)) as a, \
+            make_reader(_url("indexed"), schema_fields=["id"], transform_spec=TransformSpec(double),
+                        **_disk(tmp_path)) as b:
+        ids_a = sorted(int(r.id) for r in a)
+        ids_b = sorted(int(r.id) for r in b)
+    assert ids_a == list(range(16)) and ids_b == [2 * i for i in range(16)]

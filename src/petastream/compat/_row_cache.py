@@ -5,20 +5,26 @@ Petastorm 0.13.1 keeps each row group's decoded rows in a ``diskcache`` at ``cac
 for the reader's life and deletes that directory when the reader's context exits (or at
 ``cleanup_cache()``). Here ``make_batch_reader`` keeps decoded row groups in petastream's shard
 cache there (content-keyed, so never stale, and kept for later readers), and ``make_reader``
-decodes every read (its cache is a pass-through: the rows are the same, see docs/migrating.md).
-Both check the arguments as Petastorm does, create the directory, and at cleanup remove it
-only when it is left empty: never a file of the user's (Petastorm removes the whole tree).
+keeps each row group's decoded columns in a directory of the reader's own there
+(:class:`RowGroupDiskCache`: later epochs read them instead of the Parquet and the codecs).
+Both check the arguments as Petastorm does, create the directory, and at cleanup remove what
+they wrote and the directory when it is left empty: never a file of the user's (Petastorm
+removes the whole tree).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import secrets
+import shutil
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from petastream.errors import InvalidArgumentError
 
-__all__ = ["NullCache", "LocalDiskCache", "check_local_disk", "cleanup_cache", "pool_diagnostics", "local_path"]
+__all__ = ["NullCache", "LocalDiskCache", "RowGroupDiskCache", "check_local_disk", "cleanup_cache", "pool_diagnostics", "local_path"]
 
 #: Petastorm's LocalDiskCache default ``shards``: its size check divides the limit by it.
 _SHARDS = 6
@@ -47,6 +53,47 @@ class LocalDiskCache(NullCache):
             pass  # not empty (kept decoded row groups, or the user's files): kept
 
 
+class RowGroupDiskCache(LocalDiskCache):
+    """``make_reader``'s cache: each row group's decoded columns (``get(index, fill)``), pickled in
+    ``petastream-rows-<random>`` under ``directory``, a directory of this reader's alone (so
+    nothing another reader or an older dataset wrote is ever served), each file written under a
+    temporary name and renamed (a reader sees a whole file or none). Up to ``size_limit`` bytes:
+    row groups past it are decoded at every read. :meth:`cleanup` removes the reader's files."""
+
+    def __init__(self, directory: str, size_limit: int | None):
+        super().__init__(directory)
+        self.own = os.path.join(directory, f"petastream-rows-{secrets.token_hex(8)}")
+        self.size_limit = size_limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, fill_cache_func: Callable[[], Any]) -> Any:
+        path = os.path.join(self.own, f"{key}.pickle")
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except FileNotFoundError:
+            pass
+        value = fill_cache_func()
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            if self.size_limit is not None and self._used + len(data) > self.size_limit:
+                return value
+            self._used += len(data)
+        os.makedirs(self.own, exist_ok=True)
+        temporary = f"{path}.{secrets.token_hex(4)}.tmp"
+        with open(temporary, "wb") as f:
+            f.write(data)
+        os.replace(temporary, path)
+        return value
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.own, ignore_errors=True)
+        with self._lock:
+            self._used = 0
+        super().cleanup()
+
+
 def local_path(cache_location: str | None) -> str | None:
     """``cache_location`` as a local path (``file://`` stripped); the cache is a local directory."""
     if cache_location is None:
@@ -60,10 +107,11 @@ def local_path(cache_location: str | None) -> str | None:
 
 
 def check_local_disk(reader: str, cache_location: str | None, cache_size_limit: int | None,
-                     cache_row_size_estimate: int | None, cache_extra_settings: dict | None) -> NullCache:
+                     cache_row_size_estimate: int | None, cache_extra_settings: dict | None) -> str | None:
     """Petastorm's checks of the ``local-disk`` arguments (its ``ValueError`` when the limit is
-    too small for the row size); creates ``cache_location``. ``cache_extra_settings`` configured
-    Petastorm's diskcache, which petastream does not use: refused."""
+    too small for the row size); creates ``cache_location`` and returns it as a local path.
+    ``cache_extra_settings`` configured Petastorm's diskcache, which petastream does not use:
+    refused."""
     if cache_extra_settings:
         raise InvalidArgumentError(
             f"{reader}(cache_extra_settings={cache_extra_settings!r}) configures Petastorm's diskcache, which "
@@ -73,10 +121,9 @@ def check_local_disk(reader: str, cache_location: str | None, cache_size_limit: 
         raise ValueError("Condition 'size_limit_bytes / shards < 5 * expected_row_size_bytes' needs to hold, "
                          "otherwise, newly added cached values might end up being immediately evicted.")
     directory = local_path(cache_location)
-    if directory is None:
-        return NullCache()
-    os.makedirs(directory, exist_ok=True)
-    return LocalDiskCache(directory)
+    if directory is not None:
+        os.makedirs(directory, exist_ok=True)
+    return directory
 
 
 def cleanup_cache(cache: NullCache, *, announce: bool) -> None:

@@ -41,6 +41,7 @@ import numpy as np
 
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_cache import (
+    LocalDiskCache,
     NullCache,
     check_local_disk,
     cleanup_cache,
@@ -409,8 +410,9 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     num_epochs = None if num_epochs is None else int(num_epochs)
     disk_cache = None
     if cache_type == "local-disk":
-        disk_cache = check_local_disk("make_batch_reader", cache_location, cache_size_limit, cache_row_size_estimate,
-                                   cache_extra_settings)
+        directory = check_local_disk("make_batch_reader", cache_location, cache_size_limit,
+                                     cache_row_size_estimate, cache_extra_settings)
+        disk_cache = LocalDiskCache(directory) if directory is not None else NullCache()
     cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_limit)
     dataset: Any
     root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)

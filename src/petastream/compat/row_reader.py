@@ -13,7 +13,8 @@ transform) and yielded in the order they were handed out, so a seeded read is re
 (pyarrow's reads and numpy's decoding release the GIL); ``"dummy"`` loads in the iterating thread.
 
 ``schema_fields=NGram(...)`` (:mod:`petastream.compat.ngram`) yields windows of rows, as Petastorm.
-``cache_type="local-disk"``: Petastorm's checks, then every read decoded (:mod:`._row_cache`).
+``cache_type="local-disk"``: Petastorm's checks, then each row group's decoded columns kept on
+disk for the reader's later epochs (:mod:`._row_cache`).
 Refused with an error naming the argument: ``filesystem`` (use ``storage_options``),
 ``cache_extra_settings``, a filter on a column that is not a partition key (Petastorm ignored
 it); accepted without effect, as they tune Petastorm's own pools: ``results_queue_size``,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import collections.abc
 import secrets
+import tempfile
 import threading
 import warnings
 from collections import deque
@@ -37,6 +39,7 @@ from petastream.checks import positive_int
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_cache import (
     NullCache,
+    RowGroupDiskCache,
     check_local_disk,
     cleanup_cache,
     pool_diagnostics,
@@ -196,18 +199,20 @@ def _refuse(name: str, value: Any, default: Any, instead: str) -> None:
 def _cache(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
            cache_row_size_estimate: int | None, cache_extra_settings: dict | None,
            drop_partitions: int) -> NullCache | None:
-    """Petastorm's ``cache_type`` checks. ``"local-disk"`` decodes every read here (a pass-through:
-    same rows), with the arguments checked and the combinations refused as Petastorm's worker
-    refuses them (there at the first read, here at once)."""
+    """Petastorm's ``cache_type`` checks. ``"local-disk"``: decoded row groups kept on disk for the
+    reader's life (:class:`~petastream.compat._row_cache.RowGroupDiskCache`), the arguments checked
+    and the combinations refused as Petastorm's worker refuses them (there at the first read,
+    here at once)."""
     if cache_type in (None, "null"):
         return None
     if cache_type != "local-disk":
         raise ValueError(f"Unknown cache_type: {cache_type}")
-    cache = check_local_disk("make_reader", cache_location, cache_size_limit, cache_row_size_estimate,
-                               cache_extra_settings)
+    directory = check_local_disk("make_reader", cache_location, cache_size_limit, cache_row_size_estimate,
+                                 cache_extra_settings)
     if drop_partitions > 1:
         raise RuntimeError("Local cache is not supported together with shuffle_row_drop_partitions > 1")
-    return cache
+    # Without a location Petastorm's diskcache made a temporary directory: so does this one.
+    return RowGroupDiskCache(directory or tempfile.mkdtemp(prefix="petastream-cache-"), cache_size_limit)
 
 
 def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_pool_type: str = "thread",
@@ -253,7 +258,7 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
         raise NotImplementedError("Using timestamp_overlap=False is not implemented with"
                                   " shuffle_options.shuffle_row_drop_partitions > 1")
     spec = LoadSpec(source.location, plan.pieces, read_schema, out_schema, plan.worker_predicate, transform_spec,
-                    bool(shuffle_rows), seed, ngram)
+                    bool(shuffle_rows), seed, ngram, cache if isinstance(cache, RowGroupDiskCache) else None)
     return RowReader(spec, plan.selected, shuffle_row_groups=bool(shuffle_row_groups),
                      drop_partitions=shuffle_row_drop_partitions, num_epochs=num_epochs, seed=seed, workers=workers,
                      pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=cache)
