@@ -366,3 +366,18 @@ def test_local_disk_cache_of_two_readers_is_their_own(tmp_path):
         ids_a = sorted(int(r.id) for r in a)
         ids_b = sorted(int(r.id) for r in b)
     assert ids_a == list(range(16)) and ids_b == [2 * i for i in range(16)]
+
+
+def test_plain_hive_directories_as_petastorm_reads_them(tmp_path):
+    # Recorded from Petastorm 0.13.1: partition keys first, digits as int64, names as str_.
+    for k in ("1", "2"):
+        (tmp_path / f"k={k}" / "s=x").mkdir(parents=True)
+        pq.write_table(pa.table({"id": np.arange(2)}), tmp_path / f"k={k}" / "s=x" / "p.parquet")
+    with pytest.warns(UserWarning, match="supports reading only Petastorm datasets"):
+        reader = make_reader(str(tmp_path), reader_pool_type="dummy", shuffle_row_groups=False,
+                             filters=[("k", "=", 2)])
+    with reader:
+        rows = list(reader)
+    assert [tuple(r) for r in rows] == [(2, "x", 0), (2, "x", 1)]
+    assert rows[0]._fields == ("k", "s", "id")
+    assert [type(v) for v in rows[0]] == [np.int64, np.str_, np.int64]
