@@ -99,8 +99,14 @@ etl.rowgroup_indexers, etl.rowgroup_indexing "Make sure Spark map function",    
                                              "Cannot build index", "Could not      ValueError
                                              find _metadata file"
 row_reader.make_reader, _row_plan, _row_load "Fields must be either None",         ValueError,
-_parquet_select                              "make_reader has failed", the         RuntimeError
-                                             reader_pool_type/predicate texts
+_parquet_select, _row_source                 "make_reader has failed", the         RuntimeError
+                                             reader_pool_type/predicate texts,
+                                             "dataset url list must be non-empty",
+                                             "Local cache is not supported"...
+_row_cache.check_local_disk                  "Condition 'size_limit_bytes /"       ValueError
+_row_filters (legacy pyarrow's filter        "Malformed filters", "Cannot use      ValueError,
+checks, Petastorm's ``filters``)             empty collection", "' object is not   TypeError
+                                             a collection"...
 ngram.NGram                                  "Fields must be set", "delta_thres-   ValueError
                                              hold must be a number"...
 weighted_sampling_reader                     "Two or more readers must be",        ValueError

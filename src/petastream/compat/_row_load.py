@@ -1,7 +1,9 @@
 """Load one row group of a Unischema dataset as ``make_reader`` rows (what a worker does).
 
 As Petastorm's worker: the predicate's fields are read and decoded first, and the other fields
-only for the rows it keeps (none read when it keeps none); ``shuffle_row_drop_partitions``
+only for the rows it keeps (none read when it keeps none); with ``cache_type="local-disk"``, a
+row group's decoded columns come from the reader's disk cache after its first read (then
+permuted for ``shuffle_rows``, as a fresh read would be); ``shuffle_row_drop_partitions``
 keeps one of that many contiguous slices of the row group (the whole group is still read);
 ``shuffle_rows`` permutes the rows first; a ``TransformSpec`` runs on each row dict
 (``func(row) -> row``) and then drops its ``removed_fields``. Decoding is columnar
@@ -37,6 +39,9 @@ class LoadSpec:
     seed: int | None
     #: An :class:`~petastream.compat.ngram.NGram` (resolved against the schema), or None.
     ngram: Any = None
+    #: ``cache_type="local-disk"``: a :class:`~petastream.compat._row_cache.RowGroupDiskCache`
+    #: of each row group's decoded columns (used where no per-row predicate or n-gram applies).
+    cache: Any = None
 
 
 def _read(spec: LoadSpec, piece: _store.RowGroupPiece, names: list[str]) -> pa.Table:
@@ -81,7 +86,14 @@ def load_piece(spec: LoadSpec, index: int, drop: tuple[int, int] = (0, 1), epoch
     piece = spec.pieces[index]
     names = list(spec.read_schema.fields)
     predicate = spec.predicate
-    if predicate is None:
+    if spec.cache is not None and predicate is None and spec.ngram is None and drop[1] == 1:
+        # The row group's columns as decoded once, in file order; this epoch's row order after.
+        columns = spec.cache.get(index, lambda: decode_table(spec.read_schema, _read(spec, piece, names)))
+        n = len(next(iter(columns.values()))) if columns else 0
+        order = _rows_kept(n, spec, drop, epoch_seed, index)
+        if spec.shuffle_rows:
+            columns = {k: c[order] for k, c in columns.items()}
+    elif predicate is None:
         table = _read(spec, piece, names)
         table = _take(table, _rows_kept(table.num_rows, spec, drop, epoch_seed, index))
         columns = decode_table(spec.read_schema, table)

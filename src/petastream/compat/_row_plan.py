@@ -1,6 +1,8 @@
 """Which row groups ``make_reader`` reads, decided once at open, as Petastorm decides them.
 
-1. every row group of the dataset, in Petastorm's order (:func:`~.etl.dataset_metadata.load_row_groups`:
+0. ``filters`` (pyarrow's DNF) keep the files whose Hive partition keys pass them, as the legacy
+   ``pyarrow.parquet.ParquetDataset`` Petastorm opens does (:func:`filter_pieces`);
+1. every row group left, in Petastorm's order (:func:`~.etl.dataset_metadata.load_row_groups`:
    the positions its row-group indexes and its shards use);
 2. a predicate whose fields are exactly the (single) Hive partition key is resolved here,
    per row group, on the partition value (typed as the schema says); any other predicate is
@@ -14,15 +16,17 @@
 from __future__ import annotations
 
 import random
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from petastream.compat._row_filters import filter_pieces
 from petastream.compat.errors import NoDataAvailableError
-from petastream.compat.etl import _store, dataset_metadata, rowgroup_indexing
+from petastream.compat.etl import _store, rowgroup_indexing
 from petastream.compat.predicates import PredicateBase
 from petastream.compat.selectors import select_row_groups
 
-__all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError"]
+__all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError", "filter_pieces"]
 
 
 @dataclass
@@ -35,9 +39,11 @@ class RowPlan:
     worker_predicate: PredicateBase | None
 
 
-def plan_row_groups(location: Any, schema: Any, predicate: Any, rowgroup_selector: Any,
-                    cur_shard: int | None, shard_count: int | None, seed: int | None) -> RowPlan:
-    pieces = dataset_metadata.load_row_groups(location)
+def plan_row_groups(location: Any, pieces: list[_store.RowGroupPiece], schema: Any, predicate: Any,
+                    rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None, seed: int | None,
+                    filters: Any = None) -> RowPlan:
+    if filters is not None:
+        pieces = filter_pieces(pieces, filters)
     selected = list(range(len(pieces)))
     worker_predicate = None
     if predicate is not None:
@@ -61,6 +67,9 @@ def plan_row_groups(location: Any, schema: Any, predicate: Any, rowgroup_selecto
         if seed is not None:
             random.Random(seed).shuffle(selected)
         selected = [i for i in selected if i % shard_count == cur_shard]
+    if not selected:
+        warnings.warn("No matching data is available for loading after rowgroup selector were applied and the data "
+                      "was sharded.", UserWarning, stacklevel=3)
     return RowPlan(location, pieces, selected, worker_predicate)
 
 

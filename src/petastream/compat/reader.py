@@ -31,14 +31,26 @@ import functools
 import os
 import re
 import secrets
+import threading
+import warnings
 from collections import namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 
 from petastream.compat._checks import check_num_epochs
-from petastream.compat.errors import stopped_error
+from petastream.compat._row_cache import (
+    LocalDiskCache,
+    NullCache,
+    check_local_disk,
+    cleanup_cache,
+    local_path,
+    pool_diagnostics,
+)
+from petastream.compat._row_source import SHARD_SEED_WARNING, warn_if_petastorm_dataset
+from petastream.compat._urls import normalize_dir_url
+from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
@@ -142,25 +154,15 @@ def _open_mixture(streams: Any, *, storage_options: dict | None, cache: dict[str
 
 
 def _local_disk(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
-                cache_extra_settings: dict | None, cache_limit: Any) -> dict[str, Any]:
+                cache_limit: Any) -> dict[str, Any]:
     """The source options that honour Petastorm's cache arguments. ``"local-disk"``: decoded
     row groups kept in the node's shard cache (Petastorm keeps decoded Arrow tables in a
     ``diskcache`` directory), at ``cache_location``, bounded by ``cache_size_limit`` unless
     petastream's own ``cache_limit`` is given; ``cache_row_size_estimate`` only sized
-    Petastorm's ``diskcache`` shards."""
+    Petastorm's ``diskcache`` shards (checked as Petastorm does, :mod:`._row_cache`)."""
     if cache_type in (None, "null"):
         return {"cache_limit": cache_limit}
-    if cache_extra_settings:
-        raise InvalidArgumentError(
-            f"cache_extra_settings={cache_extra_settings!r} configures Petastorm's diskcache, which petastream "
-            "does not use; drop it (the cache is bounded by cache_size_limit, and `petastream cache prune` "
-            "empties it)")
-    location = cache_location
-    if location is not None and location.startswith("file://"):
-        location = location[len("file://"):]
-    if location is not None and "://" in location:
-        raise InvalidArgumentError(f"cache_location={cache_location!r}: the cache is a local directory; pass a path")
-    return {"cache_decoded": True, "cache_dir": location,
+    return {"cache_decoded": True, "cache_dir": local_path(cache_location),
             "cache_limit": cache_limit if cache_limit is not None else cache_size_limit}
 
 
@@ -211,7 +213,8 @@ class Reader:
 
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
-                 transform_spec: TransformSpec | None, pool_type: str = "thread"):
+                 transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
+                 cache: NullCache | None = None):
         self.dataset = dataset
         self.columns = columns
         self.shuffle = shuffle
@@ -228,6 +231,12 @@ class Reader:
                              tuple(out))
         self.stopped = False
         self.last_row_consumed = False
+        self.zmq_copy_buffers = zmq_copy_buffers
+        self._lock = threading.RLock()  # next() from several threads: each batch served once
+        self._pass: Generator[Any, None, None] | None = None  # this reader's own pass (iterating it directly)
+        self._peeked: list[Any] = []
+        self._handed_out = 0
+        self.cache = cache or NullCache()
         #: Loaders reading this plan in worker processes: join() releases their workers.
         self.worker_loaders: list[Any] = []
         self._on_join: list[Callable[[], None]] = []  # then these (a TF context keeps its graph)
@@ -275,32 +284,84 @@ class Reader:
             return functools.partial(transform_batch, spec) if spec else None
         return functools.partial(_petastorm_batch, spec)
 
-    def __iter__(self) -> Iterator[Any]:
-        from petastream.pipeline import BatchLoader
+    # -- Petastorm's Reader interface: an iterator of batches, safe to call from several threads --
+    def __iter__(self) -> Reader:
+        return self
 
-        if self.stopped:
-            raise stopped_error()
-        for batch in BatchLoader(self.dataset, **self.loader_kwargs(ROWS_PER_ITEM)):
+    def __next__(self) -> Any:
+        with self._lock:
             if self.stopped:
                 raise stopped_error()
+            if self._peeked:
+                return self._peeked.pop()
+            if self._pass is None:
+                self._pass = self._batches()
+            try:
+                batch = next(self._pass)
+            except StopIteration:
+                self.last_row_consumed = True
+                raise
+            self._handed_out += 1
+            return batch
+
+    def next(self) -> Any:
+        return self.__next__()
+
+    def peek(self) -> Any:
+        """The next batch, left for the next ``next()`` (petastream's: how a consumer learns the
+        batch type without taking a batch from the reader's one pass)."""
+        with self._lock:
+            if not self._peeked:
+                self._peeked.append(self.__next__())
+            return self._peeked[-1]
+
+    def _batches(self) -> Generator[Any, None, None]:
+        from petastream.pipeline import BatchLoader
+
+        for batch in BatchLoader(self.dataset, **self.loader_kwargs(ROWS_PER_ITEM)):
             yield self.Row(**{k: _as_petastorm_column(v) for k, v in batch.items()})
-        self.last_row_consumed = True
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        """Petastorm's keys for the pool type, counting this reader's own batches (see
+        :func:`~petastream.compat._row_cache.pool_diagnostics`)."""
+        return pool_diagnostics(self.pool_type, waiting=len(self._peeked), handed_out=self._handed_out,
+                                done=self._handed_out, zmq_copy_buffers=self.zmq_copy_buffers)
 
     def reset(self) -> None:
-        self.last_row_consumed = False
+        """Petastorm's: a new pass once the last one was read to its end (the loaders of this plan
+        run their own passes, so a reader they read is always ready for one)."""
+        with self._lock:
+            if self._pass is not None and not self.last_row_consumed:
+                raise reset_early_error()
+            self._close_pass()
+            self.last_row_consumed = False
+
+    def _close_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.close()  # ends the pass's BatchLoader (its threads) now, not at garbage collection
+        self._pass = None
+        self._peeked.clear()
 
     def stop(self) -> None:
         self.stopped = True
+
+    def cleanup_cache(self) -> None:
+        """Petastorm's: removes a ``cache_type="local-disk"`` cache (see :func:`make_batch_reader`)
+        and prints ``Cache cleanup complete.``, as Petastorm does when called."""
+        cleanup_cache(self.cache, announce=True)
 
     def on_join(self, release: Callable[[], None]) -> None:
         """Call ``release`` at :meth:`join`, after those given before it."""
         self._on_join.append(release)
 
     def join(self) -> None:
-        """Petastorm's join waits for its worker pool; here it releases the worker processes of
-        the loaders reading this plan (:attr:`worker_loaders`), which the next context's loader
-        takes over, else they stop after a minute; then what :meth:`on_join` was given (a TF
-        graph, kept for the next context)."""
+        """Petastorm's join waits for its worker pool; here it ends this reader's own pass and
+        releases the worker processes of the loaders reading this plan (:attr:`worker_loaders`),
+        which the next context's loader takes over, else they stop after a minute; then what
+        :meth:`on_join` was given (a TF graph, kept for the next context)."""
+        with self._lock:
+            self._close_pass()
         for loader in self.worker_loaders:
             loader.close()
         self.worker_loaders.clear()
@@ -314,6 +375,7 @@ class Reader:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
         self.join()
+        cleanup_cache(self.cache, announce=False)
 
 
 def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[Any] | None = None,
@@ -343,6 +405,8 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through.
     ``null_policy`` (petastream's, Parquet only): ``"error"`` (a column with nulls is an error
     naming it) or ``"fill"`` (0, NaN, '', b''); Petastorm passes nulls through pandas."""
+    if isinstance(dataset_url_or_urls, str) or not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
+        normalize_dir_url(dataset_url_or_urls)  # Petastorm's ValueError (IndexError for '')
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
     if cache_type not in (None, "null", "local-disk"):
@@ -355,8 +419,15 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ):
         raise ValueError("partition and num_partitions must be ints and both specified to use partitioning")
     check_num_epochs("make_batch_reader", num_epochs)
+    if shard_seed:
+        warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
     num_epochs = None if num_epochs is None else int(num_epochs)
-    cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_extra_settings, cache_limit)
+    disk_cache = None
+    if cache_type == "local-disk":
+        directory = check_local_disk("make_batch_reader", cache_location, cache_size_limit,
+                                     cache_row_size_estimate, cache_extra_settings)
+        disk_cache = LocalDiskCache(directory) if directory is not None else NullCache()
+    cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_limit)
     dataset: Any
     root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
     if _is_mixture(dataset_url_or_urls):
@@ -372,6 +443,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
                              cache_limit=cache["cache_limit"])
     else:
+        warn_if_petastorm_dataset(dataset_url_or_urls, storage_options)
         dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache=cache,
                                 filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
                                 cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy)
@@ -387,5 +459,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         dataset, columns=columns, shuffle=bool(shuffle_row_groups or shuffle_rows), shuffle_rows=bool(shuffle_rows),
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
-        pool_type=reader_pool_type,
+        pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
     )

@@ -169,11 +169,17 @@ def _layout(reader: Any) -> _Layout:
         return _Layout({t: _schema_part(s) for t, s in schemas.items()}, text)
     if not getattr(reader, "batched_output", True):
         return _Layout({None: _schema_part(reader.schema)}, any(map(_is_text_field, reader.schema.fields.values())))
-    probe = iter(reader)  # a batch reader: learn the columns from its first batch
-    first = next(probe)
-    close = getattr(probe, "close", None)
-    if close is not None:
-        close()
+    # a batch reader: learn the columns from its first batch, left for the dataset's first
+    # element (compat's reader is one pass: peek); other readers start a new pass per iter()
+    peek = getattr(reader, "peek", None)
+    if peek is not None:
+        first = peek()
+    else:
+        probe = iter(reader)
+        first = next(probe)
+        close = getattr(probe, "close", None)
+        if close is not None:
+            close()
     names = list(first._fields)
     values = [_sanitize(k, getattr(first, k)) for k in names]
     specs = [tf.TensorSpec(shape=(None,) * max(np.ndim(v), 1), dtype=_value_dtype(v)) for v in values]
