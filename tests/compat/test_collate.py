@@ -160,8 +160,8 @@ def big_url(tmp_path_factory):
 
 
 @pytest.mark.parametrize(("kwargs", "capacity", "low", "high"), [
-    ({}, 0, 0.9, 1.1),  # Petastorm's defaults: at least its row-group interleave; here a full shuffle
-    ({}, 4096, 0.9, 1.1),
+    ({}, 0, 0.0, 0.01),  # Petastorm's defaults: its row groups (here shards) permuted, each in order
+    ({}, 4096, 0.9, 1.1),  # with a queue: at least Petastorm's mixing; here a full shuffle
     ({"shuffle_row_groups": False}, 4096, 0.01, 1.1),  # the queue alone still shuffles
     ({"shuffle_row_groups": False}, 0, 0.0, 0.001),  # asked for none: sequential
 ])

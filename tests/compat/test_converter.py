@@ -31,7 +31,6 @@ def test_primitive_types_into_torch(primitive_df, converter_env):
     df = primitive_df
     conv = make_spark_converter(df)
     assert len(conv) == 2
-    # shuffle_row_groups=False: the rows in their DataFrame order (compat shuffles rows by default)
     with conv.make_torch_dataloader(num_epochs=1, shuffle_row_groups=False) as loader:
         batch = next(iter(loader))
     assert batch["bool_col"].dtype == torch.uint8 and batch["bool_col"].tolist() == [1, 0]  # as Petastorm

@@ -163,3 +163,22 @@ def test_block_finder_matches_a_binary_search(rng):
     assert finder.table is None
     q = rng.integers(0, 5_000_000, 1000)
     assert np.array_equal(finder.blocks(q), np.searchsorted(cum, q, side="right") - 1)
+
+
+def test_a_one_sample_window_permutes_whole_blocks_and_keeps_their_order():
+    # compat's shuffle_row_groups without a queue (Petastorm's row-group order): blocks of whole
+    # shards, windows of one sample; G is P itself, read through the fast path.
+    sizes = [7, 0, 13, 5, 21, 9]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    orders = set()
+    for seed in range(8):
+        order = EpochOrder(sizes, shuffle=True, seed=seed, block_size=1 << 62, window=1)
+        g = order.take(np.arange(order.num_samples))
+        runs = np.split(g, np.flatnonzero(np.diff(g) != 1) + 1)
+        assert sorted(g.tolist()) == list(range(sum(sizes)))
+        assert all(int(r[0]) in starts for r in runs)
+        shards = [int(s) for k in range(order.num_samples) for s in order.window_shards(k)]
+        ids, of_shard = order.take_with_shards(np.arange(order.num_samples))
+        assert of_shard is not None and of_shard.tolist() == shards
+        orders.add(tuple(int(r[0]) for r in runs))
+    assert len(orders) > 1

@@ -41,7 +41,7 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
         return MappedRun(run, lambda batch: batch if not reader.stopped else _raise(stopped_error()))
     worker_type = _worker_type(reader)
     loader = TFLoader(reader.dataset, ragged="uniform", worker_type=worker_type, element=reader.Row,
-                      **reader.loader_kwargs(batch_size, shuffling_queue_capacity or 0))
+                      **reader.loader_kwargs(batch_size, _queue_rows(shuffling_queue_capacity)))
     loader.stages.append(unless_stopped)
     if loader.worker_type == "process":
         reader.worker_loaders.append(loader)  # the context's exit (reader.join) releases them
@@ -53,6 +53,14 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
     reader.on_join(release)
     return dataset
 
+
+
+def _queue_rows(shuffling_queue_capacity: Any) -> int:
+    """The shuffling queue as the reader's plan counts it. Petastorm's ``make_tf_dataset`` runs
+    ``dataset.shuffle(capacity)`` on single rows, and a buffer of one row is no shuffle (its
+    torch loaders' queue of one does shuffle: it holds a whole row group)."""
+    capacity = int(shuffling_queue_capacity or 0)
+    return capacity if capacity > 1 else 0
 
 
 def _raise(error: Exception) -> Any:

@@ -244,16 +244,23 @@ class Reader:
     def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
 
-        A migrated script must not train on less-shuffled data than it did under Petastorm,
-        whose parallel readers interleave several shuffled row groups before its shuffling
-        queue mixes them. So: when the reader shuffles (``shuffle_row_groups``, the default, or
-        ``shuffle_rows``), blocks of samples are permuted and shuffled within the native
-        loader's window (or ``shuffling_queue_capacity`` rows, if larger): at least Petastorm's
-        mixing, at the native loader's speed. Without them, a shuffling queue still shuffles:
-        Petastorm's queue takes a whole row group at a time (its buffer grows past its capacity
-        to hold one) and carries ``capacity`` rows into the next, so its rows mix across about a
-        row group plus the capacity; here the window is the largest shard plus the capacity
-        (shards in a permuted order, each kept whole). With neither, the order is sequential.
+        The order is Petastorm's where Petastorm's is observable:
+
+        * ``shuffle_row_groups`` (the default) and no shuffling queue: shards (Petastorm's row
+          groups: the converter's shard size is its ``parquet_row_group_size_bytes``, and a
+          Parquet store's shards are its row groups) come in a permuted order, the rows of each
+          in their stored order, as Petastorm's batch reader hands out whole row groups. So a
+          one-partition DataFrame comes back in ``df.collect()`` order, as under Petastorm.
+        * a shuffling queue (``shuffling_queue_capacity`` > 0): Petastorm's takes a whole row
+          group at a time (its buffer grows past its capacity to hold one) and carries
+          ``capacity`` rows into the next, so its rows mix across about a row group plus the
+          capacity. With ``shuffle_row_groups`` (or ``shuffle_rows``) blocks of samples are
+          permuted and shuffled within the native loader's window (or the capacity, if
+          larger): at least Petastorm's mixing, at the native loader's speed; without, the
+          window is the largest shard plus the capacity, shards kept whole.
+        * ``shuffle_rows`` alone: rows shuffled within the native window (Petastorm: within
+          each row group), which is at least Petastorm's mixing.
+        * none of them: the stored order.
 
         The native window is left to the loader (``window=None``), so that a ``cache_limit``
         smaller than the dataset gets the loader's cache-fitted shuffle (each shard downloaded
@@ -262,12 +269,15 @@ class Reader:
         from petastream.stream import DEFAULT_WINDOW
 
         capacity = int(shuffling_queue_capacity or 0)
+        whole_shards = 1 << 62  # a block never spans two shards: blocks are the shards
         shuffle, window, block_size = self.shuffle, None, None
-        if self.shuffle:
+        if self.shuffle and (self.shuffle_rows or capacity > 0):
             window = capacity if capacity > DEFAULT_WINDOW else None  # None: the loader's default
-        elif capacity > 1:
+        elif self.shuffle:  # whole shards permuted, each read in order (a window of one sample)
+            window, block_size = 1, whole_shards
+        elif capacity > 0:
             largest = int(max(self.dataset.shard_sizes, default=0))
-            shuffle, window, block_size = True, largest + capacity, 1 << 62  # blocks: whole shards
+            shuffle, window, block_size = True, largest + capacity, whole_shards
         return dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,

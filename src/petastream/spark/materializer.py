@@ -44,6 +44,7 @@ from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
+from petastream.spark._interpreter import tasks_on_driver_python
 from petastream.spark._outcome import Retry, check_agreement, check_task_errors, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import (
@@ -372,7 +373,9 @@ def _attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
                         hashes=hashes, size_limit=size_limit, fill=null_policy == "fill",
                         storage_options=storage_options)
     try:
-        rows = _run_job(source.mapInArrow(writer, RESULT_SCHEMA), key, progress_interval)
+        with tasks_on_driver_python(source):  # local mode, no PYSPARK_PYTHON: see _interpreter
+            job = source.mapInArrow(writer, RESULT_SCHEMA)
+        rows = _run_job(job, key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
         check_task_errors(rows)  # data errors are results, not failed tasks: see _task
         check_agreement(plans, rows)

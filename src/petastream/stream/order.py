@@ -160,7 +160,9 @@ class EpochOrder:
         keys, w, n = self._keys, self.window, self.num_samples
         k = pos // w
         k_lo, k_hi = int(k.min()), int(k.max())
-        if k_lo == k_hi:  # the usual case: one window, one salt
+        if w == 1:  # windows of one sample: sigma is the identity, G is P (blocks permuted, rows in order)
+            q = pos.copy()
+        elif k_lo == k_hi:  # the usual case: one window, one salt
             salt = window_salt(np.array(k_lo), keys)[()]
             q = permute((pos - k_lo * w).view(np.uint64), salt, keys, min(w, n - k_lo * w))
             q = q.view(np.int64)
