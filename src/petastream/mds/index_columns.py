@@ -1,0 +1,230 @@
+"""``index.json`` parsed straight into a :class:`ShardTable`'s columns, without a dict per shard.
+
+``json.loads`` of a million-shard index builds ~30 Python objects a shard (3 GB, and most of
+the time of opening such a dataset). pyarrow's JSON reader (RapidJSON, in C++) parses the
+same bytes into Arrow columns: the index is one JSON row whose ``shards`` is a list of
+structs. Sample counts, sizes, basenames and hashes stay columns; a shard's *template* (every
+other field) is found per shard as a code, by dictionary-encoding one key string a shard built
+by Arrow kernels, and a template's dict is built once, from its first shard.
+
+The result must equal ``ShardTable.from_shards(parse_index(data))`` exactly, and Arrow cannot
+tell every JSON text apart that Python can, so this path answers only for indexes where it
+provably can, and returns None for anything else (the caller then parses the JSON: slower,
+same answer, same errors):
+
+* the shape of Mosaic's index: ``{"shards": [...], "version": 2}``, each shard with exactly
+  Mosaic's 11 keys and each file entry with ``basename``/``bytes``/``hashes``, of the JSON types
+  Mosaic writes (a float, a boolean or an extra key anywhere: None);
+* every check ``parse_index`` makes passes (it raises the errors);
+* no backslash in the text: every string is then its bytes as written, so
+* a JSON ``null`` and an absent key, which Arrow both reads as null, are told apart by count:
+  the text's ``null`` substrings must equal the nulls the text must spell out (nullable
+  fields, list items) plus the ``null`` substrings inside strings. A missing key, or a hash
+  written as ``null`` (read as "not recorded"), breaks the count.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from petastream.errors import FormatError
+from petastream.mds.shard_table import ShardTable
+
+__all__ = ["table_from_json"]
+
+log = logging.getLogger(__name__)
+
+# Shard fields that are the same for shards of one write: a template each.
+_TEMPLATE_LISTS = ("column_encodings", "column_names", "column_sizes", "hashes")
+_TEMPLATE_SCALARS = ("compression", "format", "size_limit", "version")
+_FILE = pa.struct([("basename", pa.string()), ("bytes", pa.int64()), ("hashes", pa.struct([]))])
+# Mosaic's shard, typed: the reader then converts to these types or fails (a float, a boolean
+# where an integer is due), and does not infer them (pyarrow 26 drops the leading nulls of the
+# first list it infers a type for: ``[null, 8]`` read as ``[8]``). The hash algorithms of
+# ``hashes`` and any key not named here are inferred: an unknown key is then a field too.
+_SHARD = pa.struct([
+    ("column_encodings", pa.list_(pa.string())), ("column_names", pa.list_(pa.string())),
+    ("column_sizes", pa.list_(pa.int64())), ("compression", pa.string()), ("format", pa.string()),
+    ("hashes", pa.list_(pa.string())), ("raw_data", _FILE), ("samples", pa.int64()),
+    ("size_limit", pa.int64()), ("version", pa.int64()), ("zip_data", _FILE)])
+_SCHEMA = pa.schema([("shards", pa.list_(_SHARD)), ("version", pa.int64())])
+_MAX_BLOCK = (1 << 31) - 1  # the reader's block (the whole index, one JSON row) is int32-sized
+# Separators of a template's key: control characters never occur raw in JSON text.
+_ITEM, _FIELD, _NULL = "\x1f", "\x1e", "\x1d"
+
+
+class _NotPlain(FormatError):
+    """The index is not of the shape this path proves exact: parse the JSON instead (which
+    raises the user's error where the index is invalid). Never leaves this module."""
+
+
+def table_from_json(data: bytes | mmap.mmap) -> ShardTable | None:
+    """The shards of index.json ``data`` as a ShardTable equal to
+    ``ShardTable.from_shards(parse_index(data))``, or None where that is not proven (see the
+    module docstring): then parse the JSON."""
+    try:
+        return _table(data)
+    except _NotPlain as e:
+        log.info("index.json: %s; parsing it as JSON", e)
+    except pa.ArrowException as e:  # e.g. offsets past 2 GiB in a key column
+        log.warning("index.json: not read as columns (%s); parsing it as JSON", e)
+    return None
+
+
+def _table(data: bytes | mmap.mmap) -> ShardTable:
+    buf = pa.py_buffer(data)
+    if not 0 < buf.size < _MAX_BLOCK:
+        raise _NotPlain(f"{buf.size} bytes, more than one Arrow JSON block holds")
+    escapes, nulls = _count(data, b"\\"), _count(data, b"null")
+    if escapes:
+        raise _NotPlain("escaped characters")
+    try:
+        row = pj.read_json(pa.BufferReader(buf), read_options=pj.ReadOptions(use_threads=False, block_size=buf.size + 1),
+                           parse_options=pj.ParseOptions(explicit_schema=_SCHEMA, newlines_in_values=True,
+                                                         unexpected_field_behavior="infer"))
+        row.validate(full=True)  # offsets within bounds, UTF-8 (as json.loads checks it)
+    except (pa.ArrowException, ValueError) as e:
+        raise _NotPlain(f"not read by Arrow's JSON reader ({e})") from None
+    if row.num_rows != 1 or row.schema.names != _SCHEMA.names or row.column("shards").null_count:
+        raise _NotPlain("not one object of 'shards' and 'version'")
+    _check_types(row.schema.field("shards").type.value_type)
+    if row.column("version").chunk(0)[0].as_py() != 2:
+        raise _NotPlain("version is not 2")
+    shards: pa.StructArray = row.column("shards").chunk(0).flatten()
+    if shards.null_count:
+        raise _NotPlain("a shard is null")
+    fields = {f.name: shards.field(f.name) for f in shards.type}
+    raw = _file_entry(fields["raw_data"], nullable=False)
+    zipped = _file_entry(fields["zip_data"], nullable=True)
+    literal_nulls = _check_fields(fields, zipped) + fields["zip_data"].null_count
+    _count_nulls(nulls, _strings(fields, raw, zipped), literal_nulls)
+    return _assemble(fields, raw, zipped)
+
+
+def _check_types(shard: pa.DataType) -> None:
+    """Raise _NotPlain unless ``shard`` is ``_SHARD`` with hash algorithms (inferred)."""
+    names = [f.name for f in shard]
+    if names != [f.name for f in _SHARD]:
+        raise _NotPlain(f"shard keys {sorted(set(names) - set(_SHARD.names))} are not Mosaic's")
+    for got, want in zip(shard, _SHARD):
+        if want.type == _FILE:
+            if [f.name for f in got.type] != [f.name for f in _FILE] or got.type[0] != _FILE[0] or got.type[1] != _FILE[1]:
+                raise _NotPlain(f"{want.name} has keys {[f.name for f in got.type]}")
+        elif got.type != want.type:
+            raise _NotPlain(f"{want.name} is {got.type}")
+
+
+def _file_entry(entry: pa.Array, *, nullable: bool) -> dict[str, Any]:
+    """A ``raw_data``/``zip_data`` struct's columns (nulls where the entry itself is null)."""
+    if entry.null_count and not nullable:
+        raise _NotPlain("raw_data is null")
+    cols = dict(zip((f.name for f in entry.type), entry.flatten()))
+    hashes = cols["hashes"]
+    if hashes.null_count != entry.null_count or any(c.null_count != entry.null_count for c in cols.values()):
+        raise _NotPlain("a file's basename, bytes or hashes is missing")
+    algos = dict(zip((f.name for f in hashes.type), hashes.flatten()))
+    if any("null" in a or not pa.types.is_string(v.type) for a, v in algos.items()):
+        raise _NotPlain("a file hash is not a string")
+    return {"names": cols["basename"], "bytes": cols["bytes"], "hashes": algos, "valid": entry.is_valid()}
+
+
+def _check_fields(fields: dict[str, pa.Array], zipped: dict[str, Any]) -> int:
+    """Raise _NotPlain unless every shard passes parse_index's checks; returns how many nulls
+    the text spells out in the template fields."""
+    nulls = 0
+    for name in _TEMPLATE_LISTS:
+        if fields[name].null_count:
+            raise _NotPlain(f"{name} is not a list")
+        nulls += fields[name].flatten().null_count
+    for name in ("samples", "format", "version"):
+        if fields[name].null_count:
+            raise _NotPlain(f"{name} is missing")
+    nulls += fields["compression"].null_count + fields["size_limit"].null_count
+    if not pc.all(pc.equal(fields["format"], "mds"), min_count=0).as_py():
+        raise _NotPlain("a shard's format is not 'mds'")
+    if len(fields["samples"]) and pc.min(fields["samples"]).as_py() < 0:
+        raise _NotPlain("a negative sample count")
+    compressed = pc.fill_null(pc.not_equal(fields["compression"], ""), False)
+    if pc.any(pc.and_(compressed, pc.invert(zipped["valid"]))).as_py():
+        raise _NotPlain("a compressed shard without zip_data")
+    return nulls
+
+
+def _strings(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str, Any]) -> list[pa.Array]:
+    out = [fields[n].flatten() for n in ("column_encodings", "column_names", "hashes")]
+    out += [fields["format"], fields["compression"]]
+    for entry in (raw, zipped):
+        out += [entry["names"], *entry["hashes"].values()]
+    return out
+
+
+def _count(data: bytes | mmap.mmap, pattern: bytes) -> int:
+    """Occurrences of ``pattern`` (which cannot overlap itself) in ``data``, a MiB at a time
+    (``bytes.count``'s speed; Arrow's ``count_substring`` is 4x slower, an mmap has no count)."""
+    step, over, n = 1 << 20, len(pattern) - 1, 0
+    for start in range(0, len(data), step):
+        # A match starting in this piece ends at most ``over`` bytes past it: counted here only.
+        n += data[start:start + step + over].count(pattern)
+    return n
+
+
+def _count_nulls(found: int, strings: list[pa.Array], literal: int) -> None:
+    """Raise _NotPlain unless the text's ``null``s (``found``) are exactly the literal nulls
+    and those inside ``strings`` (every string of the index): then no key is missing and no
+    hash is written as null."""
+    inside = sum(int(pc.sum(pc.count_substring(s, "null")).as_py() or 0) for s in strings)
+    if found != literal + inside:
+        raise _NotPlain(f"{found} nulls in the text where {literal + inside} are read: a key is missing "
+                        "or a value is null where Arrow cannot tell")
+
+
+def _key_part(col: pa.Array) -> pa.Array:
+    """One string a shard naming ``col``'s value: lists by length and items (null items and
+    null values by a marker), so that different values never give the same string."""
+    if pa.types.is_list(col.type):
+        items = pc.fill_null(pc.cast(col.flatten(), pa.string()), _NULL)
+        offsets = pc.subtract(col.offsets, col.offsets[0])  # flatten() starts at the first
+        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), _ITEM)
+        return pc.binary_join_element_wise(pc.cast(pc.list_value_length(col), pa.string()), joined, _ITEM)
+    return pc.fill_null(pc.cast(col, pa.string()), _NULL)
+
+
+def _assemble(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str, Any]) -> ShardTable:
+    n = len(fields["samples"])
+    parts = [_key_part(fields[name]) for name in _TEMPLATE_LISTS + _TEMPLATE_SCALARS]
+    for entry in (raw, zipped):
+        parts.append(_key_part(entry["valid"]))
+        parts += [_key_part(v.is_valid()) for v in entry["hashes"].values()]
+    keys = pc.binary_join_element_wise(*parts, _FIELD)
+    encoded = pc.dictionary_encode(keys)  # codes in order of first appearance, as from_shards
+    template_ids = np.frombuffer(encoded.indices.buffers()[1], np.int32, n, encoded.indices.offset * 4).copy()
+    _, first = np.unique(template_ids, return_index=True)
+    templates = [_template({k: v[int(i)].as_py() for k, v in fields.items()}) for i in first]
+    return ShardTable(_ints(fields["samples"]), _ints(raw["bytes"]), _ints(pc.fill_null(zipped["bytes"], -1)),
+                      raw["names"], zipped["names"], templates, template_ids,
+                      dict(sorted(raw["hashes"].items())), dict(sorted(zipped["hashes"].items())))
+
+
+def _template(shard: dict[str, Any]) -> dict[str, Any]:
+    """A shard's template, as from_shards makes it: the per-file values out, the hash
+    algorithms a file records (Arrow's nulls: not recorded) kept by name."""
+    t = {k: v for k, v in shard.items() if k != "samples"}
+    for key in ("raw_data", "zip_data"):
+        if t[key] is not None:
+            t[key] = {"hashes": sorted(a for a, v in t[key]["hashes"].items() if v is not None)}
+    return t
+
+
+def _ints(col: pa.Array) -> np.ndarray:
+    """A zero-copy int64 numpy view of a column without nulls (``to_numpy`` may import
+    pandas: 0.8 s)."""
+    if col.type != pa.int64() or col.null_count:
+        raise _NotPlain(f"an integer column of {col.type} with {col.null_count} nulls")
+    return np.frombuffer(col.buffers()[1], np.int64, len(col), col.offset * 8)
