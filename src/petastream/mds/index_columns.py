@@ -82,7 +82,7 @@ def _table(data: bytes | mmap.mmap) -> ShardTable:
     buf = pa.py_buffer(data)
     if not 0 < buf.size < _MAX_BLOCK:
         raise _NotPlain(f"{buf.size} bytes, more than one Arrow JSON block holds")
-    escapes, nulls = _count(data, b"\\"), _count(data, b"null")
+    escapes, nulls = _count(data, (b"\\", b"null"))
     if escapes:
         raise _NotPlain("escaped characters")
     try:
@@ -147,11 +147,11 @@ def _check_fields(fields: dict[str, pa.Array], zipped: dict[str, Any]) -> int:
         if fields[name].null_count:
             raise _NotPlain(f"{name} is missing")
     nulls += fields["compression"].null_count + fields["size_limit"].null_count
-    if not pc.all(pc.equal(fields["format"], "mds"), min_count=0).as_py():
+    if not pc.all(pc.equal(fields["format"], _scalar("mds")), min_count=0).as_py():
         raise _NotPlain("a shard's format is not 'mds'")
     if len(fields["samples"]) and pc.min(fields["samples"]).as_py() < 0:
         raise _NotPlain("a negative sample count")
-    compressed = pc.fill_null(pc.not_equal(fields["compression"], ""), False)
+    compressed = pc.fill_null(pc.not_equal(fields["compression"], _scalar("")), _scalar(False))
     if pc.any(pc.and_(compressed, pc.invert(zipped["valid"]))).as_py():
         raise _NotPlain("a compressed shard without zip_data")
     return nulls
@@ -165,14 +165,18 @@ def _strings(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str,
     return out
 
 
-def _count(data: bytes | mmap.mmap, pattern: bytes) -> int:
-    """Occurrences of ``pattern`` (which cannot overlap itself) in ``data``, a MiB at a time
+def _count(data: bytes | mmap.mmap, patterns: tuple[bytes, ...]) -> list[int]:
+    """Occurrences of each pattern (none can overlap itself) in ``data``, a MiB at a time
     (``bytes.count``'s speed; Arrow's ``count_substring`` is 4x slower, an mmap has no count)."""
-    step, over, n = 1 << 20, len(pattern) - 1, 0
+    step, over = 1 << 20, max(map(len, patterns)) - 1
+    counts = [0] * len(patterns)
     for start in range(0, len(data), step):
-        # A match starting in this piece ends at most ``over`` bytes past it: counted here only.
-        n += data[start:start + step + over].count(pattern)
-    return n
+        piece = data[start:start + step + over]
+        for i, pattern in enumerate(patterns):
+            # A match starting in this MiB ends at most ``over`` bytes past it: counted here
+            # only (one starting in the overlap is the next piece's; it ends past this one).
+            counts[i] += piece.count(pattern, 0, step + len(pattern) - 1)
+    return counts
 
 
 def _count_nulls(found: int, strings: list[pa.Array], literal: int) -> None:
@@ -189,11 +193,11 @@ def _key_part(col: pa.Array) -> pa.Array:
     """One string a shard naming ``col``'s value: lists by length and items (null items and
     null values by a marker), so that different values never give the same string."""
     if pa.types.is_list(col.type):
-        items = pc.fill_null(pc.cast(col.flatten(), pa.string()), _NULL)
+        items = pc.fill_null(pc.cast(col.flatten(), pa.string()), _scalar(_NULL))
         offsets = pc.subtract(col.offsets, col.offsets[0])  # flatten() starts at the first
-        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), _ITEM)
-        return pc.binary_join_element_wise(pc.cast(pc.list_value_length(col), pa.string()), joined, _ITEM)
-    return pc.fill_null(pc.cast(col, pa.string()), _NULL)
+        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), _scalar(_ITEM))
+        return pc.binary_join_element_wise(pc.cast(pc.list_value_length(col), pa.string()), joined, _scalar(_ITEM))
+    return pc.fill_null(pc.cast(col, pa.string()), _scalar(_NULL))
 
 
 def _assemble(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str, Any]) -> ShardTable:
@@ -202,12 +206,12 @@ def _assemble(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str
     for entry in (raw, zipped):
         parts.append(_key_part(entry["valid"]))
         parts += [_key_part(v.is_valid()) for v in entry["hashes"].values()]
-    keys = pc.binary_join_element_wise(*parts, _FIELD)
+    keys = pc.binary_join_element_wise(*parts, _scalar(_FIELD))
     encoded = pc.dictionary_encode(keys)  # codes in order of first appearance, as from_shards
     template_ids = np.frombuffer(encoded.indices.buffers()[1], np.int32, n, encoded.indices.offset * 4).copy()
     _, first = np.unique(template_ids, return_index=True)
     templates = [_template({k: v[int(i)].as_py() for k, v in fields.items()}) for i in first]
-    return ShardTable(_ints(fields["samples"]), _ints(raw["bytes"]), _ints(pc.fill_null(zipped["bytes"], -1)),
+    return ShardTable(_ints(fields["samples"]), _ints(raw["bytes"]), _ints(pc.fill_null(zipped["bytes"], _scalar(-1))),
                       raw["names"], zipped["names"], templates, template_ids,
                       dict(sorted(raw["hashes"].items())), dict(sorted(zipped["hashes"].items())))
 
@@ -228,3 +232,15 @@ def _ints(col: pa.Array) -> np.ndarray:
     if col.type != pa.int64() or col.null_count:
         raise _NotPlain(f"an integer column of {col.type} with {col.null_count} nulls")
     return np.frombuffer(col.buffers()[1], np.int64, len(col), col.offset * 8)
+
+
+def _scalar(value: str | bool | int) -> pa.Scalar:
+    """An Arrow scalar made from its bytes: converting a Python value (``pa.scalar``, or a
+    plain value passed to a kernel) imports pandas, 0.5 s and more on a first open."""
+    if isinstance(value, str):
+        data = value.encode()
+        return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int32)),
+                                                      pa.py_buffer(data)])[0]
+    if isinstance(value, bool):
+        return pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(bytes([value]))])[0]
+    return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(np.array([value], np.int64))])[0]

@@ -58,8 +58,8 @@ def encode_index_sidecar(table: ShardTable, digest: str, size: int, fingerprint:
     """The sidecar bytes of ``table``, for the index.json of xxh3-128 ``digest``, ``size``
     bytes and ``fingerprint`` (which the caller guarantees ``table`` describes exactly)."""
     fields: dict[str, Any] = {
-        "samples": pa.array(table.samples), "raw_bytes": pa.array(table.raw_bytes),
-        "zip_bytes": pa.array(table.zip_bytes), "template": pa.array(table.template_ids),
+        "samples": _column(table.samples), "raw_bytes": _column(table.raw_bytes),
+        "zip_bytes": _column(table.zip_bytes), "template": _column(table.template_ids),
         "raw_name": table.raw_names, "zip_name": table.zip_names,
     }
     fields.update({f"raw_hash:{a}": v for a, v in table.raw_hashes.items()})
@@ -80,6 +80,12 @@ def encode_index_sidecar(table: ShardTable, digest: str, size: int, fingerprint:
     view[len(MAGIC):len(MAGIC) + _DIGEST] = xxhash.xxh3_128(payload).digest()
     view[len(MAGIC) + _DIGEST:] = memoryview(payload).cast("B")
     return out
+
+
+def _column(values: np.ndarray) -> pa.Array:
+    """An Arrow array of a numpy one, from its buffer (``pa.array`` imports pandas: 0.5 s+)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
 # -- reading ---------------------------------------------------------------------------------
