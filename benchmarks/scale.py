@@ -63,9 +63,9 @@ path, world, rank, batch, no_columns, cache = sys.argv[1:7]
 if no_columns == "1":
     import petastream.mds.index_open as index_open
     index_open.table_from_json = lambda data: None
-t_import = time.perf_counter()
+t_import, c_import = time.perf_counter(), time.process_time()
 ds = petastream.open(path, cache_dir=cache)
-t_open = time.perf_counter()
+t_open, c_open = time.perf_counter(), time.process_time()
 planner = StreamPlanner(ds.shard_sizes, int(batch), shuffle=True, seed=0, world_size=int(world), rank=int(rank))
 chunk = next(planner.begin_pass().chunks(max_samples=int(batch)))
 ids = chunk.batch(0)
@@ -74,7 +74,7 @@ got = ds.read(ids)
 t_batch = time.perf_counter()
 assert len(got["id"]) == len(ids)
 print(json.dumps({"open": t_open - t_import, "plan": t_plan - t_open, "first_batch": t_batch - t_plan,
-                  "total": t_batch - t_import, "rss_mb": peak_rss_mb(), "origin": getattr(ds, "index_origin", "-")}))
+                  "total": t_batch - t_import, "open_cpu": c_open - c_import, "rss_mb": peak_rss_mb(), "origin": getattr(ds, "index_origin", "-")}))
 """
 
 _MOSAIC = r"""
@@ -205,14 +205,15 @@ def main() -> None:
             res = run([args.mosaic, "-c", _MOSAIC, str(path), str(BATCH)], {**os.environ}, args.timeout)
             rows.append({"shards": n, "reader": "mosaic", "rank": 0, **res})
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| shards | reader | rank | open s | plan s | first batch s | total s | peak RSS MB | index from |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
+    print("\n| shards | reader | rank | open s | open CPU s | plan s | first batch s | total s | peak RSS MB | index from |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['error']} | | | | | |")
+            print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['error']} | | | | | | |")
             continue
         plan = "-" if r["plan"] is None else f"{r['plan']:.3f}"
-        print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['open']:.2f} | {plan} | "
+        cpu = f"{r['open_cpu']:.2f}" if "open_cpu" in r else "-"
+        print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['open']:.2f} | {cpu} | {plan} | "
               f"{r['first_batch']:.3f} | {r['total']:.2f} | {r['rss_mb']:.0f} | {r.get('origin', '-')} |")
 
 

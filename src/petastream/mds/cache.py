@@ -14,7 +14,9 @@ source never hits an old copy. Layout::
 
 Single flight. Threads of a process wait on one in-process future per key; processes sharing
 the directory (DataLoader workers, ranks of a node) take the key's stripe lock, a ``flock``
-through :mod:`filelock`, and look again before filling. A ``flock`` dies with its process, so
+through :mod:`filelock`, and look again before filling. :meth:`ShardCache.get_made` fills an
+entry made from other data (a parsed index, :mod:`petastream.mds.index_open`) the same way:
+the one process that makes it holds the lock while it does, the others wait and map it. A ``flock`` dies with its process, so
 nothing a crashed run leaves behind blocks the next one.
 
 Atomic fills. A fill writes ``<key>.tmp-*`` and renames it to ``<key>`` only once the bytes
