@@ -9,6 +9,7 @@ import random
 import pytest
 
 from petastream.errors import FormatError
+from petastream.mds import index_columns
 from petastream.mds.index import parse_index
 from petastream.mds.index_columns import table_from_json
 from petastream.mds.shard_table import ShardTable
@@ -89,7 +90,7 @@ def _random_shard(r: random.Random, i: int) -> dict:
     k = r.randint(1, 3)
     compression = r.choice([None, "zstd", "", "null"])
     return {"column_encodings": r.sample(["int", "str", "bytes", "null_enc"], k),
-            "column_names": [r.choice(["a", "b", "nul", "null", ""]) for _ in range(k)],
+            "column_names": [r.choice(["a", "b", "nul", "null", "", "x}, {y"]) for _ in range(k)],
             "column_sizes": [r.choice([8, None, 4]) for _ in range(k)], "compression": compression,
             "format": "mds", "hashes": r.sample(["sha1", "xxh64"], r.randint(0, 2)),
             "raw_data": _random_file(r, f"shard.{i}.mds"), "samples": r.randint(0, 100),
@@ -114,7 +115,12 @@ def _mutate(r: random.Random, shard: dict) -> None:
         target[key] = [None, 1.5, True, "x", [1], {"k": None}, -3, 0][change - 2]
 
 
-def test_random_indexes_read_as_columns_equal_the_json_path():
+@pytest.mark.parametrize("piece", [None, 64])
+def test_random_indexes_read_as_columns_equal_the_json_path(piece, monkeypatch):
+    """Also cut into pieces read on threads (``piece`` bytes: most indexes here are cut, some
+    where a column name holds ``}, {``, which is no place to cut)."""
+    if piece:
+        monkeypatch.setattr(index_columns, "_PIECE", piece)
     r = random.Random(7)
     seen = {"columns": 0, "json": 0, "error": 0}
     for _ in range(300):

@@ -7,6 +7,11 @@ structs. Sample counts, sizes, basenames and hashes stay columns; a shard's *tem
 other field) is found per shard as a code, by dictionary-encoding one key string a shard built
 by Arrow kernels, and a template's dict is built once, from its first shard.
 
+A large index in the layout Mosaic's writer and ``merge_index`` give it is cut into pieces of
+~32 MB of whole shards, read on up to 8 threads (the reader releases the GIL) and merged: on a
+many-core node the parse divides, and only the pieces being read hold their lists and strings
+as Arrow data, so memory stays near the final table's size.
+
 The result must equal ``ShardTable.from_shards(parse_index(data))`` exactly, and Arrow cannot
 tell every JSON text apart that Python can, so this path answers only for indexes where it
 provably can, and returns None for anything else (the caller then parses the JSON: slower,
@@ -25,8 +30,12 @@ same answer, same errors):
 
 from __future__ import annotations
 
+import json
 import logging
 import mmap
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -56,6 +65,14 @@ _SHARD = pa.struct([
     ("size_limit", pa.int64()), ("version", pa.int64()), ("zip_data", _FILE)])
 _SCHEMA = pa.schema([("shards", pa.list_(_SHARD)), ("version", pa.int64())])
 _MAX_BLOCK = (1 << 31) - 1  # the reader's block (the whole index, one JSON row) is int32-sized
+# Indexes larger than this are cut into pieces of about this many bytes, read on up to
+# _MAX_THREADS threads (a copy of each piece being read: threads x pieces in memory).
+_PIECE = 32 << 20
+_MAX_THREADS = 8
+# The text around the shards of the indexes Mosaic's (and our) writer and merge_index write;
+# another layout is read whole, on one thread.
+_FORMS = ((b'{"shards": [', b'], "version": 2}'), (b'{"version": 2, "shards": [', b']}'))
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 # Separators of a template's key: control characters never occur raw in JSON text.
 _ITEM, _FIELD, _NULL = "\x1f", "\x1e", "\x1d"
 
@@ -79,14 +96,51 @@ def table_from_json(data: bytes | mmap.mmap) -> ShardTable | None:
 
 
 def _table(data: bytes | mmap.mmap) -> ShardTable:
-    buf = pa.py_buffer(data)
-    if not 0 < buf.size < _MAX_BLOCK:
-        raise _NotPlain(f"{buf.size} bytes, more than one Arrow JSON block holds")
+    if not 0 < len(data) < _MAX_BLOCK:
+        raise _NotPlain(f"{len(data)} bytes, more than one Arrow JSON block holds")
     escapes, nulls = _count(data, (b"\\", b"null"))
     if escapes:
         raise _NotPlain("escaped characters")
+    pieces = _pieces(data)
+    workers = min(len(pieces), _MAX_THREADS, len(os.sched_getaffinity(0)))
+    with ThreadPoolExecutor(workers) as pool:  # the reader releases the GIL: one core each
+        parts = list(pool.map(lambda piece: _read_piece(data, *piece), pieces))
+    read = sum(n for _, n in parts)
+    if nulls != read:
+        raise _NotPlain(f"{nulls} nulls in the text where {read} are read: a key is missing "
+                        "or a value is null where Arrow cannot tell")
+    return _merge([table for table, _ in parts])
+
+
+def _pieces(data: bytes | mmap.mmap) -> list[tuple[bytes, int, int, bytes]]:
+    """``(head, start, end, tail)``: ``head + data[start:end] + tail`` is an index of some of
+    the shards, of about ``_PIECE`` bytes, in order; or the whole text as one piece. Cut where
+    one shard ends and the next begins (``}, {``). Such a text inside a string (a column named
+    so) is a wrong cut, and harmless: each piece must read as exactly ``{"shards": [...],
+    "version": 2}`` (one object, no other key, no key twice), which a piece cut inside a shard
+    never does, so the whole index is then left to ``json``; pieces that read are sequences of
+    whole shards, and in order they are the index's."""
+    n = len(data)
+    whole = [(b"", 0, n, b"")]
+    form = next(((h, t) for h, t in _FORMS if data[:len(h)] == h and data[n - len(t):] == t), None)
+    if n <= _PIECE or form is None:
+        return whole
+    head, tail = form
+    pieces, begin, end = [], len(head), n - len(tail)
+    while begin + _PIECE < end and (m := _BOUNDARY.search(data, begin + _PIECE, end)):
+        pieces.append((head, begin, m.start() + 1, tail))
+        begin = m.end() - 1
+    pieces.append((head, begin, end, tail))
+    return pieces
+
+
+def _read_piece(data: bytes | mmap.mmap, head: bytes, start: int, end: int, tail: bytes) -> tuple[ShardTable, int]:
+    """A piece's shards, read by Arrow and checked for Mosaic's shape and parse_index's rules,
+    and the nulls its text must hold: those Arrow read as written (nullable fields, list
+    items) and those inside strings. Its Arrow columns but the table's are dropped here."""
+    text = pa.py_buffer(head + data[start:end] + tail if head else data)
     try:
-        row = pj.read_json(pa.BufferReader(buf), read_options=pj.ReadOptions(use_threads=False, block_size=buf.size + 1),
+        row = pj.read_json(pa.BufferReader(text), read_options=pj.ReadOptions(use_threads=False, block_size=text.size + 1),
                            parse_options=pj.ParseOptions(explicit_schema=_SCHEMA, newlines_in_values=True,
                                                          unexpected_field_behavior="infer"))
         row.validate(full=True)  # offsets within bounds, UTF-8 (as json.loads checks it)
@@ -101,11 +155,43 @@ def _table(data: bytes | mmap.mmap) -> ShardTable:
     if shards.null_count:
         raise _NotPlain("a shard is null")
     fields = {f.name: shards.field(f.name) for f in shards.type}
-    raw = _file_entry(fields["raw_data"], nullable=False)
-    zipped = _file_entry(fields["zip_data"], nullable=True)
-    literal_nulls = _check_fields(fields, zipped) + fields["zip_data"].null_count
-    _count_nulls(nulls, _strings(fields, raw, zipped), literal_nulls)
-    return _assemble(fields, raw, zipped)
+    raw = _file_entry(fields.pop("raw_data"), nullable=False)
+    zipped = _file_entry(fields.pop("zip_data"), nullable=True)
+    literal = _check_fields(fields, zipped) + len(zipped["valid"]) - int(pc.sum(zipped["valid"]).as_py() or 0)
+    inside = sum(int(pc.sum(pc.count_substring(s, "null")).as_py() or 0) for s in _strings(fields, raw, zipped))
+    return _assemble(fields, raw, zipped), literal + inside
+
+
+def _merge(tables: list[ShardTable]) -> ShardTable:
+    """One table of the pieces' tables, in order: templates the same in several pieces (equal
+    JSON) are one, numbered by first appearance as from_shards numbers them."""
+    if len(tables) == 1:
+        return tables[0]
+    templates: list[dict[str, Any]] = []
+    codes: dict[str, int] = {}
+    ids = []
+    for t in tables:
+        remap = np.empty(len(t.templates), np.int32)
+        for j, template in enumerate(t.templates):
+            key = json.dumps(template, sort_keys=True)  # str, int, None, lists, dicts: exact
+            if key not in codes:
+                codes[key] = len(templates)
+                templates.append(template)
+            remap[j] = codes[key]
+        ids.append(remap[t.template_ids])
+
+    def strings(per_table: list[pa.Array]) -> pa.Array:
+        return pa.concat_arrays(per_table)
+
+    def hashes(per_table: list[dict[str, pa.Array]]) -> dict[str, pa.Array]:
+        algos = sorted({a for h in per_table for a in h})
+        return {a: strings([h.get(a, pa.nulls(len(t), pa.string())) for h, t in zip(per_table, tables)])
+                for a in algos}
+
+    return ShardTable(np.concatenate([t.samples for t in tables]), np.concatenate([t.raw_bytes for t in tables]),
+                      np.concatenate([t.zip_bytes for t in tables]), strings([t.raw_names for t in tables]),
+                      strings([t.zip_names for t in tables]), templates, np.concatenate(ids),
+                      hashes([t.raw_hashes for t in tables]), hashes([t.zip_hashes for t in tables]))
 
 
 def _check_types(shard: pa.DataType) -> None:
@@ -165,28 +251,19 @@ def _strings(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str,
     return out
 
 
-def _count(data: bytes | mmap.mmap, patterns: tuple[bytes, ...]) -> list[int]:
-    """Occurrences of each pattern (none can overlap itself) in ``data``, a MiB at a time
-    (``bytes.count``'s speed; Arrow's ``count_substring`` is 4x slower, an mmap has no count)."""
+def _count(data: bytes | mmap.mmap, patterns: tuple[bytes, ...], begin: int = 0, end: int | None = None) -> list[int]:
+    """Occurrences of each pattern (none can overlap itself) in ``data[begin:end]``, a MiB at a
+    time (``bytes.count``'s speed; Arrow's ``count_substring`` is 4x slower, an mmap has no count)."""
+    end = len(data) if end is None else end
     step, over = 1 << 20, max(map(len, patterns)) - 1
     counts = [0] * len(patterns)
-    for start in range(0, len(data), step):
-        piece = data[start:start + step + over]
+    for start in range(begin, end, step):
+        piece = data[start:min(start + step + over, end)]
         for i, pattern in enumerate(patterns):
             # A match starting in this MiB ends at most ``over`` bytes past it: counted here
             # only (one starting in the overlap is the next piece's; it ends past this one).
             counts[i] += piece.count(pattern, 0, step + len(pattern) - 1)
     return counts
-
-
-def _count_nulls(found: int, strings: list[pa.Array], literal: int) -> None:
-    """Raise _NotPlain unless the text's ``null``s (``found``) are exactly the literal nulls
-    and those inside ``strings`` (every string of the index): then no key is missing and no
-    hash is written as null."""
-    inside = sum(int(pc.sum(pc.count_substring(s, "null")).as_py() or 0) for s in strings)
-    if found != literal + inside:
-        raise _NotPlain(f"{found} nulls in the text where {literal + inside} are read: a key is missing "
-                        "or a value is null where Arrow cannot tell")
 
 
 def _key_part(col: pa.Array) -> pa.Array:
@@ -210,19 +287,19 @@ def _assemble(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str
     encoded = pc.dictionary_encode(keys)  # codes in order of first appearance, as from_shards
     template_ids = np.frombuffer(encoded.indices.buffers()[1], np.int32, n, encoded.indices.offset * 4).copy()
     _, first = np.unique(template_ids, return_index=True)
-    templates = [_template({k: v[int(i)].as_py() for k, v in fields.items()}) for i in first]
+    templates = [_template(fields, raw, zipped, int(i)) for i in first]
     return ShardTable(_ints(fields["samples"]), _ints(raw["bytes"]), _ints(pc.fill_null(zipped["bytes"], _scalar(-1))),
                       raw["names"], zipped["names"], templates, template_ids,
                       dict(sorted(raw["hashes"].items())), dict(sorted(zipped["hashes"].items())))
 
 
-def _template(shard: dict[str, Any]) -> dict[str, Any]:
-    """A shard's template, as from_shards makes it: the per-file values out, the hash
+def _template(fields: dict[str, pa.Array], raw: dict[str, Any], zipped: dict[str, Any], i: int) -> dict[str, Any]:
+    """Shard ``i``'s template, as from_shards makes it: the per-file values out, the hash
     algorithms a file records (Arrow's nulls: not recorded) kept by name."""
-    t = {k: v for k, v in shard.items() if k != "samples"}
-    for key in ("raw_data", "zip_data"):
-        if t[key] is not None:
-            t[key] = {"hashes": sorted(a for a, v in t[key]["hashes"].items() if v is not None)}
+    t = {k: fields[k][i].as_py() for k in _TEMPLATE_LISTS + _TEMPLATE_SCALARS}
+    for key, entry in (("raw_data", raw), ("zip_data", zipped)):
+        t[key] = {"hashes": sorted(a for a, v in entry["hashes"].items() if v[i].is_valid)} \
+            if entry["valid"][i].as_py() else None
     return t
 
 
