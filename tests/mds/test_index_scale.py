@@ -18,6 +18,7 @@ import pytest
 
 import petastream
 from petastream.errors import FormatError
+from petastream.mds.cache_admin import forget_dataset
 from petastream.mds.index import merge_index, parse_index
 from petastream.mds.index_open import sidecar_key
 from petastream.mds.index_sidecar import (
@@ -316,3 +317,8 @@ def test_remote_index_is_fetched_and_parsed_once_per_node_and_again_when_rewritt
         ds = petastream.open(f"{url}/ds", cache_dir=cache)
         assert len(ds) == 1000 and ds.index_origin == origin
         np.testing.assert_array_equal(ds.read(np.arange(1000))["id"], np.arange(1000))
+    # Forgetting the dataset removes its index's entries (the parsed copy, index.json's copy).
+    indexes = os.path.join(cache, "indexes", "v1", "data")
+    assert set(ds.index_keys) <= set(os.listdir(indexes)) and len(ds.index_keys) == 2
+    forget_dataset(f"{url}/ds", cache_dir=cache)
+    assert not set(ds.index_keys) & set(os.listdir(indexes))

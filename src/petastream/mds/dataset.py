@@ -118,6 +118,8 @@ class MDSDataset:
         self.index_origin = opened.origin
         #: Whether the shards were mapped from a sidecar another open made (no JSON parsed).
         self.index_from_sidecar = opened.origin in ("cache", "dataset")
+        #: This index's entries in ``<cache_dir>/indexes`` (removed with the dataset's shards).
+        self.index_keys = opened.keys
         self.validate_hash = validate_hash
         self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
                                     read_in_place=read_in_place)

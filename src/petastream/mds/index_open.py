@@ -66,6 +66,8 @@ class OpenedIndex:
     #: (built by an earlier open on this node), "dataset" (a valid sidecar beside index.json,
     #: written by an earlier petastream) or "parsed" (parsed here; the cache could not keep it).
     origin: str
+    #: The index cache's entries of this index (its sidecar; a remote index.json's copy).
+    keys: tuple[str, ...] = ()
 
 
 def sidecar_key(digest: str, size: int) -> str:
@@ -77,21 +79,23 @@ def open_index(location: Location, cache: ShardCache) -> OpenedIndex:
     """The dataset's shards: mapped from the node's cached sidecar, else from one beside
     index.json, else parsed once for the node (see the module docstring). Raises
     DatasetNotFoundError without an index.json."""
-    index, digest, size = _index(location, cache)
+    copies: list[str] = []  # the key of a remote index.json's copy
+    index, digest, size = _index(location, cache, copies)
     key = sidecar_key(digest, size)
+    keys = (key, *copies)
     where = cache.path(key)
     found = _cached(cache, key)
     if found is not None:
         loaded = load_index_sidecar(found, digest, size, where)
         if loaded is not None:
-            return OpenedIndex(loaded[0], loaded[1], "cache")
+            return OpenedIndex(loaded[0], loaded[1], "cache", keys)
         with contextlib.suppress(OSError):
             cache.remove([key])  # damaged: built again below, never served
     beside = _read(location, INDEX_SIDECAR, cache)
     if beside is not None:
         loaded = load_index_sidecar(beside, digest, size, location.child_url(INDEX_SIDECAR))
         if loaded is not None:
-            return OpenedIndex(loaded[0], loaded[1], "dataset")
+            return OpenedIndex(loaded[0], loaded[1], "dataset", tuple(copies))
     made: list[tuple[ShardTable, str]] = []
     making = False
 
@@ -118,10 +122,10 @@ def open_index(location: Location, cache: ShardCache) -> OpenedIndex:
     if built is not None:
         loaded = load_index_sidecar(built, digest, size, where)
         if loaded is not None:
-            return OpenedIndex(loaded[0], loaded[1], "built" if made else "cache")
+            return OpenedIndex(loaded[0], loaded[1], "built" if made else "cache", keys)
     if not made:
         made.append(parse_shards(_local_index(location, digest) if index is None else index, location))
-    return OpenedIndex(made[0][0], made[0][1], "parsed")
+    return OpenedIndex(made[0][0], made[0][1], "parsed", tuple(copies))
 
 
 def parse_shards(index: Any, location: Location) -> tuple[ShardTable, str]:
@@ -156,7 +160,7 @@ def _cached(cache: ShardCache, key: str) -> Any | None:
         return None
 
 
-def _index(location: Location, cache: ShardCache) -> tuple[Any | None, str, int]:
+def _index(location: Location, cache: ShardCache, keys: list[str]) -> tuple[Any | None, str, int]:
     """(bytes or mapping, or None where not read yet; xxh3-128 hex; size) of index.json. A
     local one is hashed in pieces: mapped only if it is parsed."""
     if location.is_local:
@@ -167,7 +171,7 @@ def _index(location: Location, cache: ShardCache) -> tuple[Any | None, str, int]
         except FileNotFoundError:
             raise DatasetNotFoundError(f"no index.json at {location.child_url('index.json')}") from None
         return None, digest, size
-    index = _read(location, "index.json", cache)
+    index = _read(location, "index.json", cache, keys)
     if index is None:
         raise DatasetNotFoundError(f"no index.json at {location.child_url('index.json')}")
     return index, index_digest(index), len(index)
@@ -186,9 +190,10 @@ def _hash_file(path: str) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def _read(location: Location, name: str, cache: ShardCache | None) -> Any | None:
+def _read(location: Location, name: str, cache: ShardCache | None, keys: list[str] | None = None) -> Any | None:
     """``name``'s bytes (mapped where large), or None if absent. Remote files come through the
-    node's cache under a key naming their URL, size and ETag: fetched once per node."""
+    node's cache under a key naming their URL, size and ETag (appended to ``keys``): fetched
+    once per node."""
     if location.is_local:
         path = location.local_file(name)
         assert path is not None
@@ -207,6 +212,8 @@ def _read(location: Location, name: str, cache: ShardCache | None) -> Any | None
         return None
     ident = f"{location.child_url(name)}\0{tag}".encode()
     key = "idx-" + hashlib.blake2s(ident, digest_size=16).hexdigest()
+    if keys is not None:
+        keys.append(key)
 
     def fill(out: Any) -> None:
         data = location.read_bytes(name)
