@@ -3,21 +3,25 @@
 ``python -m benchmarks.scale [--shards 10000,100000,1000000] [--world 4096] [--ranks 0,2047]
 [--variant after=src --variant before=/path/to/old/src] [--mosaic PYTHON] [--mosaic-max 10000]``
 
-For each shard count a synthetic dataset is written under ``--dir``: ``index.json`` (10,000
-samples a shard: 1M shards is 10 B samples, ~420 MB of JSON, bytes exactly as petastream's
-writer makes them) and petastream's ``petastream.index.arrow`` beside it. Only the shard files
-the measured first batches touch exist (hard links to one real shard), so a million-shard
-index needs neither a million files nor their bytes.
+For each shard count a synthetic dataset is written under ``--dir``: ``index.json`` only, as
+Mosaic's writer leaves it (10,000 samples a shard: 1M shards is 10 B samples, ~420 MB of JSON,
+bytes exactly as petastream's writer makes them). Only the shard files the measured first
+batches touch exist (hard links to one real shard), so a million-shard index needs neither a
+million files nor their bytes.
 
 Each measurement is a fresh subprocess (one rank of ``--world``), timing
-``petastream.open`` (index parsed or sidecar loaded), the planner (``StreamPlanner``,
-shuffled, its first chunk) and the first batch's read, and reporting its peak RSS
-(``VmHWM``). Variants: each ``--variant label=src`` runs with that ``src`` first on
-PYTHONPATH (e.g. the code before the sidecar); ``<label>-json`` runs the same code with the
-sidecar ignored (the JSON path). ``--mosaic`` runs Mosaic's ``StreamingDataset(local=...)``
-(world size 1, no shuffle: Mosaic partitions every sample at the first read) in its own
-environment, up to ``--mosaic-max`` shards, under ``--timeout``. Numbers are measured, never
-asserted; note the machine's load beside them.
+``petastream.open`` (index parsed, or its parsed copy mapped from the node's cache), the
+planner (``StreamPlanner``, shuffled, its first chunk) and the first batch's read, and
+reporting its peak RSS (``VmHWM``). Per variant (``--variant label=src`` runs with that
+``src`` first on PYTHONPATH, e.g. the code before this change) and rank, three runs:
+``first`` (an empty cache directory: the open that parses index.json and keeps its sidecar),
+``next`` (the same cache again: what every other rank of the node and every later open costs)
+and ``json`` (``first`` with the columnar parse switched off: ``json.loads`` instead, what
+an index Arrow cannot prove exact costs). Code without the node cache parses on every open.
+``--mosaic`` runs Mosaic's ``StreamingDataset(local=...)`` (world size 1, no shuffle: Mosaic
+partitions every sample at the first read) in its own environment, up to ``--mosaic-max``
+shards, under ``--timeout``. Numbers are measured, never asserted; note the machine's load
+beside them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -54,16 +59,13 @@ for m in ("pyarrow", "pandas", "petastream.mds.dataset", "petastream.source"):  
         importlib.import_module(m)
     except ImportError:
         pass
-path, world, rank, batch, no_sidecar, cache = sys.argv[1:7]
-if no_sidecar == "1":
-    try:
-        import petastream.mds.index_sidecar as side
-        side.INDEX_SIDECAR = "absent-sidecar"
-    except ImportError:
-        pass
-t_import = time.perf_counter()
+path, world, rank, batch, no_columns, cache = sys.argv[1:7]
+if no_columns == "1":
+    import petastream.mds.index_open as index_open
+    index_open.table_from_json = lambda data: None
+t_import, c_import = time.perf_counter(), time.process_time()
 ds = petastream.open(path, cache_dir=cache)
-t_open = time.perf_counter()
+t_open, c_open = time.perf_counter(), time.process_time()
 planner = StreamPlanner(ds.shard_sizes, int(batch), shuffle=True, seed=0, world_size=int(world), rank=int(rank))
 chunk = next(planner.begin_pass().chunks(max_samples=int(batch)))
 ids = chunk.batch(0)
@@ -72,7 +74,7 @@ got = ds.read(ids)
 t_batch = time.perf_counter()
 assert len(got["id"]) == len(ids)
 print(json.dumps({"open": t_open - t_import, "plan": t_plan - t_open, "first_batch": t_batch - t_plan,
-                  "total": t_batch - t_import, "rss_mb": peak_rss_mb(), "sidecar": bool(getattr(ds, "index_from_sidecar", False))}))
+                  "total": t_batch - t_import, "open_cpu": c_open - c_import, "rss_mb": peak_rss_mb(), "origin": getattr(ds, "index_origin", "-")}))
 """
 
 _MOSAIC = r"""
@@ -116,15 +118,10 @@ def _name(i: int) -> str:
 
 
 def write_dataset(workdir: Path, n: int) -> Path:
-    """index.json of ``n`` copies of the template shard (by name) and its sidecar."""
-    import pyarrow as pa
-
-    from petastream.mds.index_sidecar import INDEX_SIDECAR, encode_index_sidecar
-    from petastream.mds.shard_table import ShardTable
-
+    """index.json of ``n`` copies of the template shard (by name), and nothing beside it."""
     shard, _ = _template(workdir)
     path = workdir / f"n{n}"
-    if (path / "index.json").exists() and (path / INDEX_SIDECAR).exists():
+    if (path / "index.json").exists():
         return path
     path.mkdir(parents=True, exist_ok=True)
     marker = "@@NAME@@"
@@ -134,18 +131,8 @@ def write_dataset(workdir: Path, n: int) -> Path:
     body = ", ".join(f"{head}{_name(i)}{tail}" for i in range(n))
     index = f'{{"shards": [{body}], "version": 2}}'.encode("ascii")
     del body
-    raw = shard["raw_data"]
-    template = {k: v for k, v in shard.items() if k != "samples"}
-    template["raw_data"] = {"hashes": sorted(raw["hashes"])}
-    names = pa.array([_name(i) for i in range(n)], pa.string())
-    table = ShardTable(
-        samples=np.full(n, shard["samples"], np.int64), raw_bytes=np.full(n, raw["bytes"], np.int64),
-        zip_bytes=np.full(n, -1, np.int64), raw_names=names, zip_names=pa.nulls(n, pa.string()),
-        templates=[template], template_ids=np.zeros(n, np.int32),
-        raw_hashes={a: pa.array([h] * n, pa.string()) for a, h in raw["hashes"].items()}, zip_hashes={})
-    assert table[n - 1] == json.loads(f"{head}{_name(n - 1)}{tail}")
-    (path / INDEX_SIDECAR).write_bytes(encode_index_sidecar(table, index))
-    (path / "index.json").write_bytes(index)
+    (path / "index.json.tmp").write_bytes(index)
+    os.replace(path / "index.json.tmp", path / "index.json")
     return path
 
 
@@ -183,7 +170,7 @@ def main() -> None:
     ap.add_argument("--world", type=int, default=4096)
     ap.add_argument("--ranks", default="0,2047")
     ap.add_argument("--variant", action="append", default=[], help="label=src (default after=<repo>/src)")
-    ap.add_argument("--no-json", action="store_true", help="skip the <label>-json runs")
+    ap.add_argument("--no-json", action="store_true", help="skip the <label>-json runs (json.loads)")
     ap.add_argument("--mosaic", default=None, help="python of Mosaic Streaming's environment")
     ap.add_argument("--mosaic-max", type=int, default=10_000)
     ap.add_argument("--timeout", type=float, default=600)
@@ -200,34 +187,34 @@ def main() -> None:
         link_first_batches(workdir, path, n, args.world, ranks)
         print(f"# {n} shards: index.json {(path / 'index.json').stat().st_size / 1e6:.1f} MB, "
               f"written in {time.perf_counter() - t:.1f}s", flush=True)
-        runs = []
         for label, src in variants:
-            runs.append((label, src, "0"))
-            if not args.no_json:
-                runs.append((f"{label}-json", src, "1"))
-        for label, src, no_sidecar in runs:
-            if label.endswith("-json") and label.startswith("before"):
-                continue  # the old code has no sidecar: its runs are the JSON path already
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)]), "OMP_NUM_THREADS": "1"}
             for rank in ranks:
-                cache = str(workdir / "cache")
-                res = run([sys.executable, "-c", _RUNNER, str(path), str(args.world), str(rank), str(BATCH),
-                           no_sidecar, cache], env, args.timeout)
-                rows.append({"shards": n, "reader": label, "rank": rank, **res})
-                print(json.dumps(rows[-1]), flush=True)
+                cache = workdir / "cache" / f"{label}-{n}-{rank}"
+                for run_name, no_columns in (("first", "0"), ("next", "0"), ("json", "1")):
+                    if run_name == "json" and (args.no_json or not (Path(src) / "petastream/mds/index_open.py").exists()):
+                        continue  # skipped, or code without the columnar parse: always json
+                    if run_name != "next":
+                        shutil.rmtree(cache, ignore_errors=True)
+                    res = run([sys.executable, "-c", _RUNNER, str(path), str(args.world), str(rank),
+                               str(BATCH), no_columns, str(cache)], env, args.timeout)
+                    rows.append({"shards": n, "reader": f"{label}-{run_name}", "rank": rank, **res})
+                    print(json.dumps(rows[-1]), flush=True)
+                shutil.rmtree(cache, ignore_errors=True)
         if args.mosaic and n <= args.mosaic_max:
             res = run([args.mosaic, "-c", _MOSAIC, str(path), str(BATCH)], {**os.environ}, args.timeout)
             rows.append({"shards": n, "reader": "mosaic", "rank": 0, **res})
             print(json.dumps(rows[-1]), flush=True)
-    print("\n| shards | reader | rank | open s | plan s | first batch s | total s | peak RSS MB |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| shards | reader | rank | open s | open CPU s | plan s | first batch s | total s | peak RSS MB | index from |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['error']} | | | | |")
+            print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['error']} | | | | | | |")
             continue
         plan = "-" if r["plan"] is None else f"{r['plan']:.3f}"
-        print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['open']:.2f} | {plan} | "
-              f"{r['first_batch']:.3f} | {r['total']:.2f} | {r['rss_mb']:.0f} |")
+        cpu = f"{r['open_cpu']:.2f}" if "open_cpu" in r else "-"
+        print(f"| {r['shards']} | {r['reader']} | {r['rank']} | {r['open']:.2f} | {cpu} | {plan} | "
+              f"{r['first_batch']:.3f} | {r['total']:.2f} | {r['rss_mb']:.0f} | {r.get('origin', '-')} |")
 
 
 if __name__ == "__main__":

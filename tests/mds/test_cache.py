@@ -417,8 +417,11 @@ def test_forget_dataset_and_the_cache_command(tmp_path, capsys):
         _epoch(petastream.open(u, cache_dir=cache_dir))
     n = petastream.open(url).num_shards
     total = ShardCache.at(cache_dir).usage().entries
+    indexes = ShardCache.at(os.path.join(cache_dir, "indexes"))
+    assert indexes.usage().entries == 2  # each dataset's parsed index
     assert forget_dataset(url, cache_dir=cache_dir) == (n, 0)
     assert ShardCache.at(cache_dir).usage().entries == total - n
+    assert indexes.usage().entries == 1
     assert main(["cache", "--dir", cache_dir, "show"]) == 0
     assert f"shards       {total - n} (" in capsys.readouterr().out
     assert main(["cache", "--dir", cache_dir, "prune", "--all"]) == 0

@@ -11,7 +11,6 @@ import pytest
 
 import petastream
 from petastream.errors import DatasetExistsError, EncodingError, FormatError
-from petastream.mds.index_sidecar import INDEX_SIDECAR
 from petastream.mds.writer import MDSWriter, write_mds
 
 
@@ -249,7 +248,7 @@ def test_min_compression_saving_stores_incompressible_shards_as_mosaic_stores_un
     family = codec.split(":")[0]
     assert [s["compression"] for s in shards] == [None, codec, None, codec]
     assert [s["zip_data"] is None for s in shards] == [True, False, True, False]
-    assert sorted(os.listdir(out)) == sorted([INDEX_SIDECAR, "index.json", "shard.00000.mds",
+    assert sorted(os.listdir(out)) == sorted(["index.json", "shard.00000.mds",
                                               f"shard.00001.mds.{family}", "shard.00002.mds",
                                               f"shard.00003.mds.{family}"])
     plain = tmp_path / "plain"

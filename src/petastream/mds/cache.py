@@ -14,7 +14,9 @@ source never hits an old copy. Layout::
 
 Single flight. Threads of a process wait on one in-process future per key; processes sharing
 the directory (DataLoader workers, ranks of a node) take the key's stripe lock, a ``flock``
-through :mod:`filelock`, and look again before filling. A ``flock`` dies with its process, so
+through :mod:`filelock`, and look again before filling. :meth:`ShardCache.get_made` fills an
+entry made from other data (a parsed index, :mod:`petastream.mds.index_open`) the same way:
+the one process that makes it holds the lock while it does, the others wait and map it. A ``flock`` dies with its process, so
 nothing a crashed run leaves behind blocks the next one.
 
 Atomic fills. A fill writes ``<key>.tmp-*`` and renames it to ``<key>`` only once the bytes
@@ -176,6 +178,26 @@ class ShardCache:
         ``wait=False`` (read-ahead): give up and return None when the cache has no room now.
         ``on_pressure()``: called once when the cache is full, to unpin what the caller can.
         """
+        return self._get(key, lambda: (size, fill), limit, wait, on_pressure)
+
+    def get_made(self, key: str, make: Callable[[], Any], *, limit: int | None = None,
+                 wait: bool = True) -> Any | None:
+        """The pinned mapping of entry ``key`` whose bytes ``make()`` returns (any bytes-like
+        object), made by exactly one thread of one process of the node while the others wait
+        for it: an entry derived from other data (a parsed index), whose size is known only
+        once it is made. ``make`` runs under the key's fill lock, before space is reserved."""
+        def prepare() -> tuple[int, Callable[[BinaryIO], None]]:
+            data = memoryview(make()).cast("B")
+
+            def fill(f: BinaryIO) -> None:
+                f.write(data)
+
+            return data.nbytes, fill
+
+        return self._get(key, prepare, limit, wait, None)
+
+    def _get(self, key: str, prepare: Callable[[], tuple[int, Callable[[BinaryIO], None]]],
+             limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
         buf = self.open(key)
         while buf is None:
             with self._lock:
@@ -191,7 +213,7 @@ class ShardCache:
                     return None
                 continue  # filled and evicted again already, or the leader had no room: lead
             try:
-                buf = self._fill(key, size, fill, limit, wait, on_pressure)
+                buf = self._fill(key, prepare, limit, wait, on_pressure)
                 flight.set_result(None)
             except BaseException as e:
                 flight.set_exception(e)
@@ -203,7 +225,7 @@ class ShardCache:
                 return None
         return buf
 
-    def _fill(self, key: str, size: int, fill: Callable[[BinaryIO], None],
+    def _fill(self, key: str, prepare: Callable[[], tuple[int, Callable[[BinaryIO], None]]],
               limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
         self._makedirs()
         stripe = FileLock(self._stripe(key), timeout=self.lock_timeout)
@@ -218,6 +240,7 @@ class ShardCache:
             buf = self.open(key)  # another process filled it while we waited
             if buf is not None:
                 return buf
+            size, fill = prepare()
             reserved = self._reserve(key, size, limit, wait, on_pressure)
             if reserved is None:
                 return None

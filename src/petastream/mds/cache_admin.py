@@ -23,8 +23,8 @@ def forget_dataset(url: str, *, storage_options: dict | None = None,
                    cache_dir: str | None = None) -> tuple[int, int]:
     """Remove the cached copies of dataset ``url``'s shards from the shard cache (call it
     before deleting the dataset: its index.json names them). Returns ``(removed, of which a
-    process still maps)``: those keep their disk space until unmapped. A dataset that no
-    longer exists has nothing to remove."""
+    process still maps)``: those keep their disk space until unmapped. The index's entries in
+    the node's index cache go too. A dataset that no longer exists has nothing to remove."""
     from petastream.mds.dataset import MDSDataset
 
     try:
@@ -35,6 +35,8 @@ def forget_dataset(url: str, *, storage_options: dict | None = None,
     keys: set[str] = set()
     for i in range(ds.num_shards):
         keys |= ds.sources.all_keys(i)
+    # Its index's parsed copy (and a remote index.json's) too: not counted, they are no shards.
+    ShardCache.at(os.path.join(ds.cache_dir, "indexes")).remove(ds.index_keys)
     return ds.cache.remove(keys)
 
 

@@ -29,7 +29,7 @@ from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
 from petastream.mds.announce import Announcements
 from petastream.mds.cache import ShardCache, default_cache_root
-from petastream.mds.index_sidecar import open_index
+from petastream.mds.index_open import open_index
 from petastream.mds.layout import ColumnLayout
 from petastream.mds.readahead import OpenShards
 from petastream.mds.shard import ShardData
@@ -101,17 +101,25 @@ class MDSDataset:
         self.cache = ShardCache.at(self.cache_dir)
         self.cache_limit = cache_limit_setting(cache_limit)
         try:
-            # Remote indexes go through a cache of their own beside the shards' (same node-wide
-            # fill-once rules), so shard accounting and eviction see shards only.
-            opened = open_index(self.location, ShardCache.at(os.path.join(self.cache_dir, "indexes")), None)
+            # Indexes (remote ones, and every index's parsed sidecar) go through a cache of
+            # their own beside the shards' (same node-wide fill-once rules), so shard
+            # accounting and eviction see shards only.
+            opened = open_index(self.location, ShardCache.at(os.path.join(self.cache_dir, "indexes")))
         except FileNotFoundError:
             raise _missing_index(self.location) from None
         #: The shards, in order: a lazy sequence of index.json's shard dicts (built when asked for).
         self.shards: ShardTable = opened.table
         #: Content fingerprint (of index.json): the same on every machine that reads this dataset.
         self.fingerprint = opened.fingerprint
-        #: Whether the shards came from petastream.index.arrow (else index.json was parsed).
-        self.index_from_sidecar = opened.from_sidecar
+        #: Where the shards came from: "cache" (the node's parsed copy of this index.json),
+        #: "built" (parsed by this open and kept for the node's next ones), "dataset" (a
+        #: sidecar an earlier petastream wrote beside index.json) or "parsed" (not kept: the
+        #: cache could not take it). See :mod:`petastream.mds.index_open`.
+        self.index_origin = opened.origin
+        #: Whether the shards were mapped from a sidecar another open made (no JSON parsed).
+        self.index_from_sidecar = opened.origin in ("cache", "dataset")
+        #: This index's entries in ``<cache_dir>/indexes`` (removed with the dataset's shards).
+        self.index_keys = opened.keys
         self.validate_hash = validate_hash
         self.sources = ShardSources(self.location, self.shards, validate_hash=validate_hash,
                                     read_in_place=read_in_place)

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from petastream.errors import FormatError
+from petastream.mds.index_sidecar import INDEX_SIDECAR
 from petastream.mds.storage import Location, resolve
 
-__all__ = ["SHARD_KEYS", "parse_index", "dump_index", "shard_basename", "merge_index", "read_index"]
+__all__ = ["SHARD_KEYS", "parse_index", "dump_index", "shard_basename", "merge_index", "read_index", "commit_index"]
 
 SHARD_KEYS = frozenset({
     "column_encodings", "column_names", "column_sizes", "compression", "format", "hashes",
@@ -109,7 +110,14 @@ def merge_index(
                     shard[key] = dict(shard[key], basename=f"{sub}/{shard[key]['basename']}")
             shards.append(shard)
     # Not sort_keys: Mosaic's merged index starts with "version".
-    from petastream.mds.index_sidecar import write_index_files  # it imports this module
-
-    write_index_files(root, shards, json.dumps({"version": 2, "shards": shards}).encode("ascii"))
+    commit_index(root, json.dumps({"version": 2, "shards": shards}).encode("ascii"))
     return shards
+
+
+def commit_index(location: Location, index_bytes: bytes) -> None:
+    """Write ``index.json`` (the commit point) atomically, and nothing else: the directory
+    holds exactly the files Mosaic's writer makes. A ``petastream.index.arrow`` an earlier
+    petastream left beside it (it describes the old index only) is removed first."""
+    if location.exists(INDEX_SIDECAR):
+        location.remove(INDEX_SIDECAR)
+    location.write_bytes_atomic("index.json", index_bytes)

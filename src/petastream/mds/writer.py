@@ -34,8 +34,7 @@ from petastream.mds import hashing
 from petastream.mds.blocks import encode_block, in_column
 from petastream.mds.compression import parse_compression
 from petastream.mds.encodings import encode_value
-from petastream.mds.index import dump_index, shard_basename
-from petastream.mds.index_sidecar import write_index_files
+from petastream.mds.index import commit_index, dump_index, shard_basename
 from petastream.mds.layout import ColumnLayout, parse_size_limit
 from petastream.mds.shard import shard_parts
 from petastream.mds.storage import Location, resolve
@@ -271,7 +270,7 @@ class MDSWriter:
         if self._pending:
             self.flush()
         if self.write_index:
-            write_index_files(self.location, self.shards, dump_index(self.shards))
+            commit_index(self.location, dump_index(self.shards))
         self._finished = True
         log.debug("wrote %d shards (%d samples) to %s", len(self.shards),
                   sum(s["samples"] for s in self.shards), self.location.url)

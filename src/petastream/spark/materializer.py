@@ -37,8 +37,7 @@ from petastream.checks import one_of
 from petastream.errors import ConfigurationError, FormatError, InvalidArgumentError
 from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
-from petastream.mds.index import dump_index, read_index
-from petastream.mds.index_sidecar import INDEX_SIDECAR, write_index_files
+from petastream.mds.index import commit_index, dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
@@ -410,7 +409,7 @@ def _sweep(attempt: str, subs: list[str], storage_options: dict | None) -> None:
     """Delete what failed or speculative task attempts left beside the reported sub-dirs
     (not in the index, so only wasted space)."""
     root = resolve(attempt, storage_options)
-    keep = set(subs) | {"index.json", SIDECAR, INDEX_SIDECAR}
+    keep = set(subs) | {"index.json", SIDECAR}
     for name in root.listdir():
         if name not in keep and not name.startswith("index.json"):
             try:
@@ -448,7 +447,7 @@ def _write_empty(attempt: str, plans: list[ColumnPlan], compression: str | None,
                   write_index=False, storage_options=storage_options)
     w.flush()
     w.finish()
-    write_index_files(w.location, w.shards, dump_index(w.shards))
+    commit_index(w.location, dump_index(w.shards))
     return sub
 
 
