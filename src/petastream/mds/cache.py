@@ -54,6 +54,7 @@ from filelock import FileLock, Timeout
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
 from petastream.mds._holders import describe_holders, pin_holders
 from petastream.mds.announce import Announcements
+from petastream.mds.counters import IO
 from petastream.mds.pins import evict, is_pinned, map_pinned, open_pinned
 from petastream.mds.sizes import human
 
@@ -177,6 +178,7 @@ class ShardCache:
         ``on_pressure()``: called once when the cache is full, to unpin what the caller can.
         """
         buf = self.open(key)
+        IO.add("cache_hits" if buf is not None else "cache_misses")
         while buf is None:
             with self._lock:
                 flight = self._flights.get(key)
