@@ -178,7 +178,7 @@ class ShardCache:
         ``on_pressure()``: called once when the cache is full, to unpin what the caller can.
         """
         buf = self.open(key)
-        IO.add("cache_hits" if buf is not None else "cache_misses")
+        filled = False  # by this call (a miss); found, or filled meanwhile by another reader: a hit
         while buf is None:
             with self._lock:
                 flight = self._flights.get(key)
@@ -193,7 +193,7 @@ class ShardCache:
                     return None
                 continue  # filled and evicted again already, or the leader had no room: lead
             try:
-                buf = self._fill(key, size, fill, limit, wait, on_pressure)
+                buf, filled = self._fill(key, size, fill, limit, wait, on_pressure)
                 flight.set_result(None)
             except BaseException as e:
                 flight.set_exception(e)
@@ -203,10 +203,12 @@ class ShardCache:
                     self._flights.pop(key, None)
             if buf is None:
                 return None
+        IO.add("cache_misses" if filled else "cache_hits")
         return buf
 
-    def _fill(self, key: str, size: int, fill: Callable[[BinaryIO], None],
-              limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
+    def _fill(self, key: str, size: int, fill: Callable[[BinaryIO], None], limit: int | None, wait: bool,
+              on_pressure: Callable[[], None] | None) -> tuple[Any | None, bool]:
+        """The entry's mapping (None: no room, ``wait`` False), and whether this call filled it."""
         self._makedirs()
         stripe = FileLock(self._stripe(key), timeout=self.lock_timeout)
         try:
@@ -219,10 +221,10 @@ class ShardCache:
         try:
             buf = self.open(key)  # another process filled it while we waited
             if buf is not None:
-                return buf
+                return buf, False
             reserved = self._reserve(key, size, limit, wait, on_pressure)
             if reserved is None:
-                return None
+                return None, False
             fd, tmp = reserved
             try:
                 with open(fd, "wb", buffering=1 << 20, closefd=False) as f:
@@ -235,7 +237,7 @@ class ShardCache:
                 # twice or not at all, and a scan that misses it could let the cache overflow.
                 with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
                     os.replace(tmp, self.path(key))
-                return map_pinned(fd, size)
+                return map_pinned(fd, size), True
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.remove(tmp)

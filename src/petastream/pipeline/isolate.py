@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.errors import CacheFullError
+from petastream.errors import StorageError
 from petastream.pipeline.onerror import BadSample, ErrorPolicy
 from petastream.source import Source
 from petastream.stream.grouping import ShardGroup
@@ -37,8 +37,9 @@ from petastream.stream.grouping import ShardGroup
 __all__ = ["DecodeGuard", "NOT_DATA", "batch_rows", "take_rows", "transformed"]
 
 _MAX_FAILED_READS = 64
-# Errors that say nothing about a sample: never skipped, never bisected.
-NOT_DATA: tuple[type[BaseException], ...] = (CacheFullError, MemoryError)
+# Errors that say nothing about a sample: never skipped, never bisected (storage that cannot be
+# read now, a full cache: a damaged or missing shard file is a CorruptShardError, not these).
+NOT_DATA: tuple[type[BaseException], ...] = (StorageError, MemoryError)
 
 
 def batch_rows(batch: dict[str, Any]) -> int:

@@ -107,11 +107,11 @@ class PassWork:
                 return
             t1 = clock()
             dropped, bads = 0, []
-            if guard is not None:
-                i = int(np.searchsorted(guard.chunk.batch_indices, index))
+            if guard is not None:  # (rows left out of this chunk: rare, looked up only then)
                 if guard.keep is not None:
-                    dropped = guard.dropped(i)
-                bads = guard.take_bads()
+                    dropped = guard.dropped(int(np.searchsorted(guard.chunk.batch_indices, index)))
+                if guard.bads:
+                    bads = guard.take_bads()
             if transform is not None:
                 batch, failed = transformed(transform, batch, policy, _ids_of(guard, index), self.dataset.url)
                 if failed:

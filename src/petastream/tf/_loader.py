@@ -116,7 +116,8 @@ class TFLoader(BatchLoader):
         plans = plan_columns(source, checked_columns(source, columns, transform), ragged=ragged,
                              logical_types=logical_types, probe_rows=_batch_size(batch_size),
                              transform=transform, output_signature=output_signature)
-        processes = worker_type == "process" or worker_type == "auto" and processes_fit(transform, num_workers)
+        processes = worker_type == "process" or (worker_type == "auto" and processes_fit(transform, num_workers)
+                                                 and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
         # memory as bytes and offsets, and TensorFlow cuts them apart, instead of being pickled
         # and rebuilt one Python object per value here. Fixed now, as the graph's parts are,
