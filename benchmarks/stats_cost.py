@@ -28,13 +28,10 @@ from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun, WorkerMe
 
 
 class _Plan:
-    epoch, batch_size = 0, 1024
+    epoch, batch_size, drop_last, world_size, start = 0, 1024, True, 1, 0
 
     def __init__(self, n: int):
-        self.num_batches = n
-
-    def batch(self, t: int) -> np.ndarray:
-        return np.arange(self.batch_size)
+        self.num_batches, self.num_samples = n, n * self.batch_size
 
 
 class _Run:

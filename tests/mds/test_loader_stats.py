@@ -105,3 +105,11 @@ def test_log_every_is_checked(tmp_path):
     url = _write(str(tmp_path / "ds"), n=100)
     with pytest.raises(InvalidArgumentError, match="log_every must be a number of seconds > 0 or None, got 0"):
         BatchLoader(url, 10, log_every=0)
+
+
+@pytest.mark.parametrize("world_size,drop_last", [(1, False), (1, True), (2, False), (3, True)])
+def test_rows_are_the_rows_handed_out(tmp_path, world_size, drop_last):
+    url = _write(str(tmp_path / "ds"), n=1000, size_limit=20_000)
+    loader = BatchLoader(url, 64, shuffle=True, rank=world_size - 1, world_size=world_size, drop_last=drop_last)
+    rows = sum(len(b["id"]) for b in loader)
+    assert loader.stats()["rows"] == rows and loader.stats()["batches"] == len(loader)

@@ -133,12 +133,11 @@ class Placement:
         loc = self.roots[ref.root]
         if loc.is_local or len(ranges) == 1:
             fetch = fetcher(loc, ref.path)
-            out = [fetch(a, b) for a, b in ranges]
-        else:  # One request per range, run concurrently by async filesystems (s3fs, gcsfs, adlfs).
-            out = [bytes(d) for d in loc.fs.cat_ranges([ref.path] * len(ranges), [a for a, _ in ranges],
-                                                       [b for _, b in ranges])]
-        if not loc.is_local:
-            IO.fetched(sum(len(d) for d in out), gets=len(ranges))
+            return [fetch(a, b) for a, b in ranges]
+        # One request per range, run concurrently by async filesystems (s3fs, gcsfs, adlfs).
+        out = [bytes(d) for d in loc.fs.cat_ranges([ref.path] * len(ranges), [a for a, _ in ranges],
+                                                   [b for _, b in ranges])]
+        IO.fetched(sum(len(d) for d in out), gets=len(ranges))
         return out
 
     @staticmethod

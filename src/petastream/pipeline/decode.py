@@ -13,7 +13,7 @@ them in the background; an in-memory source ignores it).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -130,7 +130,7 @@ def _decoded(ds: Source, plan: Any, chunks: Iterator[Any], columns: list[str] | 
 def decode_batches(ds: Source, plan: Any, worker_id: int = 0, num_workers: int = 1,
                    columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
                    max_chunk: int | None = None, ahead_windows: int = 0, guard: Any = None,
-                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+                   ) -> Generator[tuple[int, dict[str, Any]], None, None]:
     """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order.
 
     ``logical``: view columns as their logical dtypes (``ds.logical_dtypes``: Spark booleans
@@ -171,7 +171,7 @@ def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
 def decode_groups(ds: Source, plan: Any, group: int, worker_id: int = 0, num_workers: int = 1,
                   columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
                   max_chunk: int | None = None, ahead_windows: int = 0, guard: Any = None,
-                  ) -> Iterator[tuple[int, dict[str, Any], int]]:
+                  ) -> Generator[tuple[int, dict[str, Any], int], None, None]:
     """Yield ``(group_index, columns, batches)`` for worker ``worker_id``'s groups of
     :func:`group_ranges` (group g goes to worker ``g % num_workers``), in order: the rows of
     ``batches`` consecutive batches of one length, contiguous in one decoded block, for a

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,6 @@ class BadSample:
     error_type: str = ""
     error_text: str = ""
     whole_shard: bool = False
-    error: BaseException | None = field(default=None, compare=False, repr=False)
 
     def where(self) -> str:
         """``dataset '...', shard 3, row 17 (sample id 317), column 'image'``."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +171,11 @@ class StatsRun:
         self._handed = 0  # batches of this pass handed out
         self._returned: float | None = None
         self._logged = time.perf_counter()
-        self._last_rows: Callable[[], int] = lambda: len(plan.batch(plan.num_batches - 1))
+        # Every batch is full but an epoch's last on one rank without drop_last (several ranks
+        # pad theirs): counted, not asked of the plan (its ids cost a shuffle's computation).
+        full = plan.drop_last or plan.world_size > 1
+        self._last_rows = plan.batch_size if full else \
+            (plan.num_samples - plan.start) - (plan.num_batches - 1) * plan.batch_size
 
     def __iter__(self) -> StatsRun:
         return self
@@ -198,7 +201,7 @@ class StatsRun:
         p = self._plan
         stop = self._handed + n
         last = stop >= p.num_batches
-        st.rows += (n - last) * p.batch_size + (self._last_rows() if last else 0) - self._reports.dropped
+        st.rows += (n - last) * p.batch_size + (self._last_rows if last else 0) - self._reports.dropped
         self._reports.dropped = 0
         self._handed = stop
         if self._log_every is not None and t1 - self._logged >= self._log_every:

@@ -8,6 +8,7 @@ picklable when the user's ``transform`` is (the dataset pickles by reopening; pl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
@@ -95,9 +96,14 @@ class PassWork:
         if self.group is not None:
             yield from self._groups(dataset, worker_id, num_workers, meter, guard)
             return
-        transform, convert, policy = self.transform, self.convert, self.on_error
         batches = decode_batches(dataset, self.plan, worker_id, num_workers, self.columns, self.logical,
                                  self.readahead, self.max_chunk, self.ahead_windows, guard)
+        with contextlib.closing(batches):  # (closing this pass's items stops the decode's read-ahead)
+            yield from self._batches(batches, meter, guard)
+
+    def _batches(self, batches: Iterator[tuple[int, Any]], meter: WorkerMeter,
+                 guard: DecodeGuard | None) -> Iterator[tuple[int, Any]]:
+        transform, convert, policy = self.transform, self.convert, self.on_error
         clock = time.perf_counter
         while True:
             t0 = clock()
@@ -131,17 +137,18 @@ class PassWork:
         groups = decode_groups(dataset, self.plan, self.group, worker_id, num_workers, self.columns,
                                self.logical, self.readahead, self.max_chunk, self.ahead_windows, guard)
         clock = time.perf_counter
-        while True:
-            t0 = clock()
-            try:
-                index, rows, n = next(groups)
-            except StopIteration:
-                return
-            t1 = clock()
-            parts = convert(rows)
-            meter.decode_s += t1 - t0
-            meter.transform_s += clock() - t1
-            yield index, meter.item(BatchGroup(parts, n))
+        with contextlib.closing(groups):
+            while True:
+                t0 = clock()
+                try:
+                    index, rows, n = next(groups)
+                except StopIteration:
+                    return
+                t1 = clock()
+                parts = convert(rows)
+                meter.decode_s += t1 - t0
+                meter.transform_s += clock() - t1
+                yield index, meter.item(BatchGroup(parts, n))
 
 
 def _ids_of(guard: DecodeGuard | None, index: int) -> Callable[[], np.ndarray]:
