@@ -86,7 +86,9 @@ class DecodeGuard:
         except NOT_DATA:
             raise
         except Exception as e:
-            self._isolate(ds, chunk, columns, drop, e)
+            failed = e
+        # (outside the except: the sample's error is raised on its own, not "during handling" of this one)
+        self._isolate(ds, chunk, columns, drop, failed)
         return self._read_kept(ds, chunk, columns, drop)  # (fails again: not the rows' doing)
 
     def dropped(self, i: int) -> int:
