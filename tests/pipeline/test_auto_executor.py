@@ -82,7 +82,7 @@ def test_a_fresh_loader_decodes_in_threads_then_takes_the_started_pool(url):
     auto = AutoExecutor(ProcessExecutor(2, slots=4), ThreadExecutor(2, 2))
     loader = BatchLoader(url, 100, shuffle=True, seed=3, num_epochs=1, executor=auto)
     runs = []
-    loader.stages.append(lambda run: runs.append(type(run)) or run)
+    loader.stages.append(lambda run: runs.append(type(run.run)) or run)  # (under the ReportRun)
     try:
         auto.prestart()
         first = [int(i) for b in loader for i in b["id"]]

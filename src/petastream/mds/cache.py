@@ -56,6 +56,7 @@ from filelock import FileLock, Timeout
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
 from petastream.mds._holders import describe_holders, pin_holders
 from petastream.mds.announce import Announcements
+from petastream.mds.counters import IO
 from petastream.mds.pins import evict, is_pinned, map_pinned, open_pinned
 from petastream.mds.sizes import human
 
@@ -199,6 +200,7 @@ class ShardCache:
     def _get(self, key: str, prepare: Callable[[], tuple[int, Callable[[BinaryIO], None]]],
              limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
         buf = self.open(key)
+        filled = False  # by this call (a miss); found, or filled meanwhile by another reader: a hit
         while buf is None:
             with self._lock:
                 flight = self._flights.get(key)
@@ -213,7 +215,7 @@ class ShardCache:
                     return None
                 continue  # filled and evicted again already, or the leader had no room: lead
             try:
-                buf = self._fill(key, prepare, limit, wait, on_pressure)
+                buf, filled = self._fill(key, prepare, limit, wait, on_pressure)
                 flight.set_result(None)
             except BaseException as e:
                 flight.set_exception(e)
@@ -223,10 +225,12 @@ class ShardCache:
                     self._flights.pop(key, None)
             if buf is None:
                 return None
+        IO.add("cache_misses" if filled else "cache_hits")
         return buf
 
     def _fill(self, key: str, prepare: Callable[[], tuple[int, Callable[[BinaryIO], None]]],
-              limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> Any | None:
+              limit: int | None, wait: bool, on_pressure: Callable[[], None] | None) -> tuple[Any | None, bool]:
+        """The entry's mapping (None: no room, ``wait`` False), and whether this call filled it."""
         self._makedirs()
         stripe = FileLock(self._stripe(key), timeout=self.lock_timeout)
         try:
@@ -239,11 +243,11 @@ class ShardCache:
         try:
             buf = self.open(key)  # another process filled it while we waited
             if buf is not None:
-                return buf
+                return buf, False
             size, fill = prepare()
             reserved = self._reserve(key, size, limit, wait, on_pressure)
             if reserved is None:
-                return None
+                return None, False
             fd, tmp = reserved
             try:
                 with open(fd, "wb", buffering=1 << 20, closefd=False) as f:
@@ -256,7 +260,7 @@ class ShardCache:
                 # twice or not at all, and a scan that misses it could let the cache overflow.
                 with FileLock(self._evict_lock_path, timeout=self.lock_timeout):
                     os.replace(tmp, self.path(key))
-                return map_pinned(fd, size)
+                return map_pinned(fd, size), True
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.remove(tmp)

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from petastream.errors import MissingExtraError, StorageError
+from petastream.mds.counters import IO
 
 __all__ = ["Location", "resolve", "is_local_url", "is_remote_mount", "remote_tag", "REMOTE_MOUNTS_ENV"]
 
@@ -136,7 +137,9 @@ class Location:
             if self.is_local:
                 with open(target, "rb") as f:
                     return f.read()
-            return self.fs.cat_file(target)
+            data = self.fs.cat_file(target)
+            IO.fetched(len(data))
+            return data
         except FileNotFoundError:
             raise
         except OSError as e:
@@ -252,6 +255,7 @@ class Location:
                 shutil.copyfile(self._join(name), tmp)
             else:
                 self.fs.get_file(self._join(name), tmp)
+                IO.fetched(os.path.getsize(tmp))
             os.replace(tmp, dest)
         except BaseException:
             if os.path.exists(tmp):

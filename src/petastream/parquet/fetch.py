@@ -31,6 +31,7 @@ import weakref
 from typing import Any, BinaryIO
 
 from petastream.errors import CorruptShardError, StorageError
+from petastream.mds.counters import IO
 from petastream.mds.storage import Location, is_remote_mount
 from petastream.parquet.footer import RangeFile, fetcher, footer_digest
 from petastream.parquet.plan import FileInfo, Plan, Unit
@@ -134,8 +135,10 @@ class Placement:
             fetch = fetcher(loc, ref.path)
             return [fetch(a, b) for a, b in ranges]
         # One request per range, run concurrently by async filesystems (s3fs, gcsfs, adlfs).
-        return [bytes(d) for d in loc.fs.cat_ranges([ref.path] * len(ranges), [a for a, _ in ranges],
-                                                    [b for _, b in ranges])]
+        out = [bytes(d) for d in loc.fs.cat_ranges([ref.path] * len(ranges), [a for a, _ in ranges],
+                                                   [b for _, b in ranges])]
+        IO.fetched(sum(len(d) for d in out), gets=len(ranges))
+        return out
 
     @staticmethod
     def _expect(data: Any, start: int, stop: int, url: str) -> Any:

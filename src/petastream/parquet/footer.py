@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from petastream.errors import CorruptShardError, FormatError, StorageError
+from petastream.mds.counters import IO
 from petastream.mds.storage import Location
 from petastream.parquet.discover import ParquetFileRef
 
@@ -61,7 +62,9 @@ def fetcher(loc: Location, path: str) -> Callable[[int, int], bytes]:
         return local
 
     def remote(start: int, stop: int) -> bytes:
-        return bytes(loc.fs.cat_file(path, start=start, end=stop))
+        data = bytes(loc.fs.cat_file(path, start=start, end=stop))
+        IO.fetched(len(data))
+        return data
     return remote
 
 

@@ -10,6 +10,8 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
           decode (decode.py)         chunks of the plan -> bulk reads of the source -> batches
           transform                  the user's batch -> batch
           convert                    framework conversion (torch tensors; tf: parts.py)
+          bad samples                on_error (onerror.py): failing rows found by bisecting the
+                                       failed read or transform (isolate.py), skipped or raised
       run by an Executor (executor.py), items in plan order (ordered.py):
           threads.py                 ThreadExecutor: decode threads
           procpool/                  ProcessExecutor: our own worker processes, shared-memory
@@ -18,6 +20,8 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
       paced (pacing.py) where other processes read the same order through a bounded cache,
       wrapped by consumer-side stages (a list): staging.py (MappedRun), device staging
           (petastream.torch._staging), compat's collate and stop check
+      and by loader.stats() (stats.py): the workers' reports taken off their items (innermost),
+          batches, rows and waits counted (outermost)
 
 :class:`~petastream.pipeline.loader.BatchLoader` composes them (numpy batches);
 :mod:`petastream.torch`, :mod:`petastream.tf` and :mod:`petastream.compat` build their loaders

@@ -13,11 +13,12 @@ them in the background; an in-memory source ignores it).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import numpy as np
 
+from petastream.errors import InternalError
 from petastream.mds.sidecar import apply_logical
 from petastream.source import Source
 from petastream.stream.budget import chunk_samples
@@ -115,19 +116,21 @@ def _chunk_limit(ds: Source, plan: Any, max_chunk: int | None) -> int:
 
 
 def _decoded(ds: Source, plan: Any, chunks: Iterator[Any], columns: list[str] | None, logical: bool,
-             readahead: int, ahead_windows: int) -> Iterator[tuple[Any, dict[str, Any]]]:
+             readahead: int, ahead_windows: int, guard: Any = None) -> Iterator[tuple[Any, dict[str, Any]]]:
     """Each chunk with its decoded block (logical dtypes unless ``logical`` is False), its
-    shards announced ahead as :func:`_announced` says."""
+    shards announced ahead as :func:`_announced` says; read by ``guard.read`` where a guard
+    applies an ``on_error`` policy (:class:`~petastream.pipeline.isolate.DecodeGuard`)."""
     dtypes = ds.logical_dtypes if logical else {}
     beyond = _next_windows(plan.order, ahead_windows) if ahead_windows > 0 else None
+    read = read_chunk if guard is None else guard.read
     for chunk in _announced(ds, chunks, readahead, beyond):
-        yield chunk, apply_logical(read_chunk(ds, chunk, columns), dtypes)
+        yield chunk, apply_logical(read(ds, chunk, columns), dtypes)
 
 
 def decode_batches(ds: Source, plan: Any, worker_id: int = 0, num_workers: int = 1,
                    columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
-                   max_chunk: int | None = None, ahead_windows: int = 0,
-                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+                   max_chunk: int | None = None, ahead_windows: int = 0, guard: Any = None,
+                   ) -> Generator[tuple[int, dict[str, Any]], None, None]:
     """Yield ``(batch_index, columns)`` for one worker's batches of ``plan``, in order.
 
     ``logical``: view columns as their logical dtypes (``ds.logical_dtypes``: Spark booleans
@@ -136,13 +139,16 @@ def decode_batches(ds: Source, plan: Any, worker_id: int = 0, num_workers: int =
     this many samples per bulk read (a loader fitting a bounded cache, see
     :func:`petastream.stream.budget.reach`); None: :func:`~petastream.stream.budget.chunk_samples`. ``ahead_windows``:
     also announce the shards of this many shuffle windows past each chunk's (read-ahead by
-    window, for a window fitted to a bounded cache).
+    window, for a window fitted to a bounded cache). ``guard``: a
+    :class:`~petastream.pipeline.isolate.DecodeGuard` that reads each chunk under an
+    ``on_error`` policy (a batch then comes out short by the rows it left out).
     """
     size = _chunk_limit(ds, plan, max_chunk)
     chunks = plan.chunks(worker_id, num_workers, max_samples=size, first_samples=min(size, _FIRST_CHUNK))
-    for chunk, block in _decoded(ds, plan, chunks, columns, logical, readahead, ahead_windows):
+    for chunk, block in _decoded(ds, plan, chunks, columns, logical, readahead, ahead_windows, guard):
+        bounds = chunk.bounds if guard is None else guard.bounds
         for i in range(chunk.num_batches):
-            yield int(chunk.batch_indices[i]), slice_columns(block, int(chunk.bounds[i]), int(chunk.bounds[i + 1]))
+            yield int(chunk.batch_indices[i]), slice_columns(block, int(bounds[i]), int(bounds[i + 1]))
 
 
 def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
@@ -164,13 +170,15 @@ def group_ranges(plan: Any, group: int) -> list[tuple[int, int]]:
 
 def decode_groups(ds: Source, plan: Any, group: int, worker_id: int = 0, num_workers: int = 1,
                   columns: list[str] | None = None, logical: bool = True, readahead: int = 2,
-                  max_chunk: int | None = None, ahead_windows: int = 0,
-                  ) -> Iterator[tuple[int, dict[str, Any], int]]:
+                  max_chunk: int | None = None, ahead_windows: int = 0, guard: Any = None,
+                  ) -> Generator[tuple[int, dict[str, Any], int], None, None]:
     """Yield ``(group_index, columns, batches)`` for worker ``worker_id``'s groups of
     :func:`group_ranges` (group g goes to worker ``g % num_workers``), in order: the rows of
     ``batches`` consecutive batches of one length, contiguous in one decoded block, for a
     consumer that takes several batches per hand-over (no per-batch Python on either side).
     Chunks hold whole groups and grow as in :func:`decode_batches`; read-ahead is the same.
+    ``guard``: as in :func:`decode_batches`, but one that never leaves rows out (its policy
+    ``"raise"``, nothing excluded: a group's batches are all of one length).
     """
     ranges = group_ranges(plan, group)[worker_id::num_workers]
     cap = max(1, _chunk_limit(ds, plan, max_chunk) // plan.batch_size)  # batches per chunk, at least one whole group
@@ -191,7 +199,9 @@ def decode_groups(ds: Source, plan: Any, group: int, worker_id: int = 0, num_wor
             pending.append(picked)
             yield plan.chunk_of(np.concatenate([np.arange(a, b) for _, a, b in picked]))
 
-    for chunk, block in _decoded(ds, plan, chunks(), columns, logical, readahead, ahead_windows):
+    for chunk, block in _decoded(ds, plan, chunks(), columns, logical, readahead, ahead_windows, guard):
+        if guard is not None and guard.keep is not None:
+            raise InternalError("batch groups read with rows left out (on_error or a resumed skip list)")
         j = 0
         for g, a, b in pending.popleft():
             yield g, slice_columns(block, int(chunk.bounds[j]), int(chunk.bounds[j + b - a])), b - a

@@ -27,7 +27,9 @@ from typing import Any
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
+from petastream.pipeline.onerror import ErrorPolicy, OnError, SkipLedger
 from petastream.pipeline.pacing import Pacer
+from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
 from petastream.source import Source, is_source, open_source
@@ -131,6 +133,13 @@ class BatchLoader:
     * ``superseded``: what pulling an iterator does after a newer iteration took the position
       over: ``"raise"`` (:class:`~petastream.errors.SupersededError`) or ``"stop"`` (tf.data,
       which may open the next epoch's iterator before it finalizes the last).
+    * ``on_error``: what a sample that fails to decode or ``transform`` does (see
+      :mod:`petastream.pipeline.onerror`): ``"raise"`` (default; the error names the dataset,
+      shard, row and column), ``"skip"`` (left out of its batch, counted, logged), ``"warn"``
+      (and its error logged), or ``fn(BadSample) -> bool`` (True: skip). Skipped samples are
+      in ``state_dict()``: a resumed loader leaves them out too.
+    * ``log_every``: log :meth:`stats` at INFO every this many seconds (None: never);
+      ``log_summary``: log them at the end of each epoch.
 
     A shuffled read of a source that goes through a shard cache with a ``cache_limit`` smaller
     than the source, with neither ``window`` nor ``block_size`` given, gets the window and
@@ -166,10 +175,22 @@ class BatchLoader:
         work_stages: Sequence[WorkStage] = (),
         stages: Sequence[RunStage] = (),
         superseded: str = "raise",
+        on_error: OnError = "raise",
+        log_every: float | None = None,
+        log_summary: bool = False,
     ):
         #: Whether this loader opened its source (from a URL): then it may reopen it at the
         #: snapshot a resumed state was saved on (see :meth:`load_state_dict`).
         self.owns_dataset = not is_source(dataset)
+        self.on_error = ErrorPolicy(on_error)
+        if log_every is not None and (isinstance(log_every, bool) or not isinstance(log_every, (int, float))
+                                      or log_every <= 0):
+            raise InvalidArgumentError(f"log_every must be a number of seconds > 0 or None, got {log_every!r}")
+        self.log_every, self.log_summary = log_every, bool(log_summary)
+        #: The samples skipped (``on_error``): their ids, resumed with ``state_dict``.
+        self.skips = SkipLedger(on_error)
+        #: The running figures behind :meth:`stats`.
+        self.counters = LoaderStats(self.skips)
         checked_workers(num_workers, prefetch, readahead)
         if convert is not None and not callable(convert):
             raise InvalidArgumentError(f"convert must be a callable batch -> item, got {convert!r}")
@@ -256,18 +277,25 @@ class BatchLoader:
         """The position to resume from: after every batch handed out so far, or (``steps=k``)
         after the first ``k`` batches of the current iteration. JSON-serialisable; resumes on
         any worker count, worker type or world size. A source read at a pinned snapshot (a Delta
-        table's version) is recorded under ``"snapshot"``."""
+        table's version) is recorded under ``"snapshot"``; ``"skipped"``: the ids of the samples
+        ``on_error`` left out, as ``[start, stop)`` ranges (absent when none)."""
         state = self.driver.state_dict(steps)
         snapshot = source_snapshot(self.dataset)
         if snapshot is not None:
             state["snapshot"] = snapshot
+        if self.skips.ids:
+            state["skipped"] = self.skips.state()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """The next iteration resumes where ``state`` stands. A state saved on a snapshot of a
-        table (a Delta version) other than the one read now (the table was written since) is
-        resumed on its own snapshot where this loader opened the source itself from a URL;
-        else it is refused (open the state's snapshot and load the state again)."""
+        """The next iteration resumes where ``state`` stands, leaving out the samples it says
+        were skipped. A state saved on a snapshot of a table (a Delta version) other than the
+        one read now (the table was written since) is resumed on its own snapshot where this
+        loader opened the source itself from a URL; else it is refused (open the state's
+        snapshot and load the state again)."""
+        if isinstance(state, dict) and "skipped" in state:
+            state = dict(state)
+            self.skips.load(state.pop("skipped"))
         saved = state.get("snapshot") if isinstance(state, dict) else None
         if saved is None or saved == source_snapshot(self.dataset) or not self._reopen_at(saved):
             check_snapshot(state, self.dataset)
@@ -280,6 +308,18 @@ class BatchLoader:
             if advice is not None:
                 warnings.warn(advice, UserWarning, stacklevel=2)
 
+    def stats(self) -> dict[str, Any]:
+        """How the loader has done since it was made (see
+        :meth:`~petastream.pipeline.stats.LoaderStats.snapshot`): rows and batches handed out,
+        rows/s, seconds the loop waited for data and batches waited for the loop, decode and
+        transform seconds per worker, cache hits/misses, bytes and GETs fetched, samples
+        skipped."""
+        return self.counters.snapshot()
+
+    def stats_line(self) -> str:
+        """:meth:`stats` in one line (what ``log_every`` and ``log_summary`` log)."""
+        return self.counters.line()
+
     def close(self) -> None:
         """Give up the workers the executor keeps between passes (a later iteration starts
         them anew)."""
@@ -291,15 +331,17 @@ class BatchLoader:
         executor's), after ``work_stages``."""
         workers = self.executor.num_workers if num_workers is None else num_workers
         work = PassWork(self.dataset, plan, self.columns, self.transform, self.convert,
-                        self.logical_types, *self.budget.reach(plan, workers))
+                        self.logical_types, *self.budget.reach(plan, workers), on_error=self.on_error,
+                        skip_ids=self.skips.known() if self.skips.ids else None)
         for stage in self.work_stages:
             work = stage(work)
         return work
 
     def _run_pass(self, plan: EpochPlan) -> PassRun:
-        run = self.executor.run(self.pass_work(plan))
+        reports = ReportRun(self.executor.run(self.pass_work(plan)), self.counters)
+        run: PassRun = reports
         if self.pacer is not None:
             run = self.pacer.wrap(run, plan)
         for stage in self.stages:
             run = stage(run)
-        return run
+        return StatsRun(run, self.counters, plan, reports, self.log_every, self.log_summary)

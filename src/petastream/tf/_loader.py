@@ -15,6 +15,7 @@ from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.pipeline import BatchLoader, PassWork
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.loader import checked_columns, checked_workers
+from petastream.pipeline.onerror import ErrorPolicy, OnError
 from petastream.pipeline.parts import RAGGED, STRING, ColumnParts, FlatParts
 from petastream.pipeline.procpool import AutoExecutor, ProcessExecutor, processes_fit
 from petastream.pipeline.threads import ThreadExecutor
@@ -71,6 +72,10 @@ class TFLoader(BatchLoader):
     * ``element``: the structure of each element around its columns: None, the dict; or a
       callable taking the columns as keywords (compat: Petastorm's namedtuple), built once
       per hand-over, not by a ``.map`` per batch.
+    * ``on_error``, ``log_every``, ``log_summary``: bad samples and ``loader.stats()``, as
+      :class:`~petastream.pipeline.BatchLoader`'s. A loader that may skip (anything but
+      ``"raise"``) declares no static batch dimension and hands batches over one at a time:
+      a batch that lost a sample is that much shorter.
 
     Checkpoints: ``state_dict()`` counts every batch handed to TensorFlow; stages that read
     ahead of your loop (``device=``, ``.prefetch()``, a parallel ``.map()``, Keras) hold batches
@@ -93,7 +98,8 @@ class TFLoader(BatchLoader):
                  readahead: int = 2, device: str | None = None, input_context: Any = None,
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
                  batches_per_call: int = 16, worker_type: str = "auto",
-                 element: Callable[..., Any] | None = None):
+                 element: Callable[..., Any] | None = None, on_error: OnError = "raise",
+                 log_every: float | None = None, log_summary: bool = False):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be one of {_WORKER_TYPES}, got {worker_type!r}")
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
@@ -110,15 +116,18 @@ class TFLoader(BatchLoader):
         plans = plan_columns(source, checked_columns(source, columns, transform), ragged=ragged,
                              logical_types=logical_types, probe_rows=_batch_size(batch_size),
                              transform=transform, output_signature=output_signature)
-        processes = worker_type == "process" or worker_type == "auto" and processes_fit(transform, num_workers)
+        processes = worker_type == "process" or (worker_type == "auto" and processes_fit(transform, num_workers)
+                                                 and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
         # memory as bytes and offsets, and TensorFlow cuts them apart, instead of being pickled
         # and rebuilt one Python object per value here. Fixed now, as the graph's parts are,
         # even where a pass runs in threads (which then pack their objects).
         packed = processes and any(p.kind == STRING for p in plans)
-        batch_dim = batch_size if drop_last or world_size > 1 else None
+        # A loader that may skip samples makes short batches, and hands them over one by one.
+        skips = ErrorPolicy(on_error).may_skip
+        batch_dim = batch_size if (drop_last or world_size > 1) and not skips else None
         parts = tuple(s for p in plans for s in p.part_specs(batch_dim, packed))
-        group = _group(source, plans, parts, batch_size, batches_per_call, transform)
+        group = 1 if skips else _group(source, plans, parts, batch_size, batches_per_call, transform)
         super().__init__(
             source, batch_size, shuffle=shuffle, seed=seed, num_epochs=num_epochs, drop_last=drop_last,
             columns=columns, num_workers=num_workers, prefetch=prefetch, rank=rank, world_size=world_size,
@@ -128,7 +137,7 @@ class TFLoader(BatchLoader):
             convert=FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in plans)),
             executor=_executor(worker_type, processes, num_workers, prefetch, packed),
             work_stages=[functools.partial(_grouped, group)] if group > 1 else [],
-            superseded="stop")  # tf.data may open the next epoch's iterator before closing the last
+            superseded="stop", on_error=on_error, log_every=log_every, log_summary=log_summary)  # tf.data may open the next epoch's iterator before closing the last
         self.batches_per_call, self.group = batches_per_call, group
         self.device = _check_device(device)
         self.ragged, self.element, self.plans, self.packed = ragged, element, plans, packed
@@ -144,7 +153,7 @@ class TFLoader(BatchLoader):
         """The static batch dimension: fixed when every batch is full (drop_last, or padding
         over several ranks), else None (the last batch of an epoch may be short)."""
         p = self.planner
-        return p.batch_size if p.drop_last or p.world_size > 1 else None
+        return p.batch_size if (p.drop_last or p.world_size > 1) and not self.on_error.may_skip else None
 
     @property
     def element_spec(self) -> dict[str, Any]:
@@ -201,6 +210,8 @@ def _group(source: Source, plans: list[ColumnPlan], parts: tuple[tf.TensorSpec, 
 def _grouped(group: int, work: PassWork) -> PassWork:
     """A work stage: hand-overs of ``group`` batches (fewer where chunks were fitted to a
     bounded cache: a group fits in one chunk)."""
+    if work.may_skip:  # a resumed state's skipped samples: batches of unequal lengths
+        return work
     if work.max_chunk is not None:
         group = max(1, min(group, work.max_chunk // work.plan.batch_size))
     return dataclasses.replace(work, group=group)

@@ -25,6 +25,8 @@ from filelock import FileLock
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.parent_death import exit_with_parent
+from petastream.pipeline.onerror import OnError
+from petastream.pipeline.stats import ReportRun
 from petastream.source import Source
 from petastream.torch._loader import TorchLoader
 from petastream.torch._processes import worker_slot
@@ -92,7 +94,8 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
     ``num_workers`` the same from one iteration to the next, or call ``set_epoch`` when you
     change it. The arguments are :class:`TorchLoader`'s ordering and selection ones (the
     ``DataLoader`` takes care of workers, prefetch, pinning and epochs). For ``state_dict`` checkpoints and device copies handled for you, use
-    ``TorchLoader(worker_type="process")``.
+    ``TorchLoader(worker_type="process")``. ``on_error`` as :class:`TorchLoader`'s: skipped
+    samples are counted and logged in the worker that met them.
     """
 
     def __init__(self, dataset: Source | str, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
@@ -100,7 +103,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                  world_size: int | None = None, block_size: int | None = None, window: int | None = None,
                  transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  dataset_options: dict[str, Any] | None = None, logical_types: bool = True,
-                 readahead: int = 2, **not_here: Any):
+                 readahead: int = 2, on_error: OnError = "raise", **not_here: Any):
         for name in not_here:  # the loader's arguments that belong to the user's DataLoader
             if name in _DATALOADERS:
                 raise InvalidArgumentError(
@@ -112,14 +115,15 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                                    columns=columns, num_workers=1, rank=rank, world_size=world_size,
                                    block_size=block_size, window=window, transform=transform,
                                    dataset_options=dataset_options, logical_types=logical_types,
-                                   readahead=readahead)
+                                   readahead=readahead, on_error=on_error)
         # What rebuilds the loader where this dataset is unpickled (DataLoader workers started
         # with spawn or forkserver): the opened source (it pickles by reopening) and the rest.
         ld = self._loader
         self._args: dict[str, Any] = dict(dataset=ld.dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
                           drop_last=drop_last, columns=columns, num_workers=1, rank=ld.planner.rank,
                           world_size=ld.planner.world_size, block_size=block_size, window=window,
-                          transform=transform, logical_types=logical_types, readahead=readahead)
+                          transform=transform, logical_types=logical_types, readahead=readahead,
+                          on_error=on_error)
         self._ledger = _IterationLedger()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -148,4 +152,6 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
             exit_with_parent()  # a worker of a killed trainer would otherwise live on, pinning shards
         ld.planner.start_epoch(self._ledger.begin(w, workers))
         work = ld.pass_work(ld.planner.plan(), workers)
-        return (batch for _, batch in work(w, workers))
+        # The reports stop here: skips are counted and logged in this worker (no loader to
+        # hold them; there is no state_dict to carry them either).
+        return ReportRun((batch for _, batch in work(w, workers)), ld.counters)

@@ -12,6 +12,7 @@ import torch
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import BatchLoader, PassRun, PassWork
 from petastream.pipeline.executor import Executor
+from petastream.pipeline.onerror import OnError
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
 from petastream.torch._convert import pinning_for, to_tensors
@@ -111,6 +112,10 @@ class TorchLoader(BatchLoader):
       pinned copies pay (smaller ones copy from pageable memory); True always, False never.
     * ``convert(batch)``: numpy columns to what is handed out, in the workers (default:
       tensors, lists where a tensor cannot hold a column; None: numpy columns).
+
+    Bad samples and figures (as :class:`~petastream.pipeline.BatchLoader`): ``on_error``
+    (``"raise"``, ``"skip"``, ``"warn"`` or ``fn(BadSample) -> bool``), ``loader.stats()``,
+    ``log_every`` (seconds between INFO lines of them), ``log_summary`` (a line per epoch).
     """
 
     def __init__(self, dataset: Source | str, batch_size: int = 32, *, shuffle: bool = False,
@@ -122,7 +127,8 @@ class TorchLoader(BatchLoader):
                  readahead: int = 2, device: str | torch.device | None = None,
                  pin_memory: bool | None = None, worker_type: str = "thread",
                  multiprocessing_context: Any = None,
-                 convert: Callable[[dict[str, Any]], Any] | None = to_tensors):
+                 convert: Callable[[dict[str, Any]], Any] | None = to_tensors, on_error: OnError = "raise",
+                 log_every: float | None = None, log_summary: bool = False):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be 'thread' or 'process', got {worker_type!r}")
         self.device = _check_device(device)  # before any work: a bad device fails here, clearly
@@ -147,7 +153,8 @@ class TorchLoader(BatchLoader):
                          prefetch=prefetch, rank=rank, world_size=world_size, block_size=block_size,
                          window=window, transform=transform, dataset_options=dataset_options,
                          logical_types=logical_types, readahead=readahead, convert=convert,
-                         executor=executor, work_stages=work_stages,
+                         executor=executor, work_stages=work_stages, on_error=on_error,
+                         log_every=log_every, log_summary=log_summary,
                          stages=[_to_device(self.device)] if staged and self.device is not None else [])
 
 

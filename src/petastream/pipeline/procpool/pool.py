@@ -47,6 +47,7 @@ from typing import Any
 from petastream.errors import InvalidArgumentError, PipelineError, WorkerDiedError
 from petastream.pipeline.ordered import PassOrder
 from petastream.pipeline.procpool.arena import Arena, ArenaError, copy_parts, unlink
+from petastream.pipeline.stats import Reported
 from petastream.pipeline.work import BatchGroup, PassWork
 
 __all__ = ["PoolRun", "WorkerDiedError", "WorkerPool", "env_key", "worker_env"]
@@ -308,8 +309,11 @@ class PoolRun:
         if self._closed or order.done:
             raise StopIteration
         w = order.worker
+        report = None
         try:
             msg = pool.receive(w, self._pid)
+            if msg[0] == "report":  # about the item that follows it
+                report, msg = msg[2], pool.receive(w, self._pid)
         except BaseException:
             self.close()
             raise
@@ -336,7 +340,8 @@ class PoolRun:
             parts, n = pool.views(w, *msg[3:6]), msg[6]
         else:  # "inline"
             parts, n = msg[3], msg[4]
-        return BatchGroup(parts, n) if n is not None else parts
+        item = BatchGroup(parts, n) if n is not None else parts
+        return item if report is None else Reported(item, report)
 
     def close(self) -> None:
         with self._close_lock:  # once, whichever thread comes first (tf.data's finalize, a newer pass)

@@ -17,7 +17,9 @@ TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader o
 Messages out: ``("ready", 0)`` first, once its imports are done; ``("item", pid, index, gen, slot, layout, n)`` (parts in shared memory),
 ``("inline", pid, index, item, n)`` (no arena: the item pickled), ``("grow", bytes)`` (an item
 needs a bigger arena), ``("error", pid, pickled_exc, type_name, text, traceback)``,
-``("unloadable", pid, text)`` (the pass does not unpickle here) and ``("end", pid)``.
+``("unloadable", pid, text)`` (the pass does not unpickle here), ``("report", pid, report)``
+(a :class:`~petastream.pipeline.stats.WorkerReport` for the item that follows) and
+``("end", pid)``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from petastream.pipeline.procpool.arena import Arena, Strings, pack_strings
+from petastream.pipeline.stats import Reported
 from petastream.pipeline.work import BatchGroup, PassWork
 
 
@@ -143,6 +146,9 @@ class Worker:
             self.pid = -1
 
     def hand_over(self, index: int, item: Any) -> None:
+        if isinstance(item, Reported):  # the report goes ahead of its item, which goes as any other
+            self.send(("report", self.pid, item.report))
+            item = item.item
         n = None
         if isinstance(item, BatchGroup):  # sent as its flat parts; the loader regroups them
             n, item = item.num_batches, tuple(p.reshape(-1, *p.shape[2:]) for p in item)
