@@ -55,6 +55,11 @@ __all__ = ["open_index", "OpenedIndex", "sidecar_key", "parse_shards"]
 log = logging.getLogger(__name__)
 
 _SMALL = 1 << 20  # index files below this are read, not mapped
+# Cached sidecars below this are copied into memory and their mapping closed: a mapping holds
+# a descriptor (and the cache's pin) for as long as the dataset lives, and a job that opens a
+# small dataset per evaluation would run out of descriptors before the garbage collector ran
+# (tests/pipeline/test_resources.py); the million-shard indexes the cache is for stay mapped.
+_MAP_FROM = 16 << 20
 _KEY_PREFIX = "ix1-"  # 1: the sidecar format's version (index_sidecar.MAGIC)
 
 
@@ -84,7 +89,7 @@ def open_index(location: Location, cache: ShardCache) -> OpenedIndex:
     key = sidecar_key(digest, size)
     keys = (key, *copies)
     where = cache.path(key)
-    found = _cached(cache, key)
+    found = _small_in_memory(_cached(cache, key))
     if found is not None:
         loaded = load_index_sidecar(found, digest, size, where)
         if loaded is not None:
@@ -120,7 +125,7 @@ def open_index(location: Location, cache: ShardCache) -> OpenedIndex:
                     location.child_url("index.json"))
         built = None
     if built is not None:
-        loaded = load_index_sidecar(built, digest, size, where)
+        loaded = load_index_sidecar(_small_in_memory(built), digest, size, where)
         if loaded is not None:
             return OpenedIndex(loaded[0], loaded[1], "built" if made else "cache", keys)
     if not made:
@@ -150,6 +155,15 @@ def _local_index(location: Location, digest: str) -> Any:
         raise CorruptShardError(f"{location.child_url('index.json')} changed while it was opened; "
                                 "open the dataset again")
     return index
+
+
+def _small_in_memory(buf: Any | None) -> Any | None:
+    """``buf``, or a copy of it with its mapping closed where it is a small mapping."""
+    if isinstance(buf, mmap.mmap) and len(buf) < _MAP_FROM:
+        data = bytes(buf)
+        buf.close()
+        return data
+    return buf
 
 
 def _cached(cache: ShardCache, key: str) -> Any | None:
