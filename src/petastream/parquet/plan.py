@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +27,9 @@ from petastream.parquet.convert import NullValuesError
 from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
-from petastream.parquet.types import ColumnSpec, column_specs, spec_for
+from petastream.parquet.types import ColumnSpec, column_specs, nullable_spec, spec_for
 
-__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "FETCH_MODES"]
+__all__ = ["Columns", "FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "FETCH_MODES"]
 
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
@@ -181,7 +181,12 @@ def _scan(ref: ParquetFileRef, loc: Location, expr: Any, fields: list[tuple[str,
     return footer, kept
 
 
-def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any, rows_per_shard: int | None,
+#: The columns to read: names, or what picks them from the first file's fields and the
+#: partition fields (``(name, Arrow type)`` each), or None for all.
+Columns = Sequence[str] | Callable[[list[tuple[str, Any]], list[tuple[str, Any]]], Sequence[str]] | None
+
+
+def make_plan(discovery: Discovery, *, columns: Columns, expr: Any, rows_per_shard: int | None,
               array_lengths: dict[str, int | None] | None, null_policy: str, fetch: str) -> Plan:
     """Read every footer, apply the filters, and lay out the shards (see the module doc)."""
     if fetch not in FETCH_MODES:
@@ -193,7 +198,10 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     first_footer = read_footer(first_ref, roots[first_ref.root])
     first_schema = first_footer.metadata.schema.to_arrow_schema()
     lengths = dict(array_lengths or {})
-    specs = column_specs([(f.name, f.type) for f in first_schema], fields, columns, lengths, first_ref.url)
+    file_fields = [(f.name, f.type) for f in first_schema]
+    if callable(columns):  # a reader's own rule over the schema (Petastorm's inferred columns)
+        columns = list(columns(file_fields, list(fields)))
+    specs = column_specs(file_fields, fields, columns, lengths, first_ref.url)
     physical = {s.name: s for s in specs if not s.partition}
 
     def scan(ref: ParquetFileRef) -> tuple[Footer, list[tuple[int, np.ndarray | None]]]:
@@ -204,6 +212,8 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
             scanned = list(pool.map(scan, files))
     else:
         scanned = [scan(f) for f in files]
+    if null_policy == "petastorm":
+        specs = _holding_nulls(specs, scanned)
     infos, units = [], []
     for i, (ref, (footer, kept)) in enumerate(zip(files, scanned)):
         md = footer.metadata
@@ -276,10 +286,31 @@ def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, l
             stored += int(col.total_uncompressed_size * frac)
             if keep is None and null_policy == "error" and spec.kind not in ("fixed", "list", "json"):
                 _check_no_nulls(spec, col, url, rg)
-        if spec.kind in ("str", "bytes", "decimal", "json"):
+        if spec.kind in ("str", "bytes", "decimal", "json", "object"):
             objects += _OBJECT_BYTES * rows
     mask = None if keep is None else np.packbits(keep).tobytes()
     return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects)
+
+
+def _holding_nulls(specs: list[ColumnSpec], scanned: Sequence[tuple[Footer, Sequence[tuple[int, Any]]]]
+                   ) -> list[ColumnSpec]:
+    """``null_policy="petastorm"``: the integer and boolean columns whose kept row groups'
+    statistics count nulls (or do not count them) read as :func:`nullable_spec` says (float64
+    with NaN, objects with None), as Petastorm's batch reader gives them. Decided once for the
+    whole source, where Petastorm's dtype changes from one row group to the next, so that a
+    batch spanning row groups has one dtype."""
+    candidates = [s.name for s in specs if not s.partition and nullable_spec(s) != s]
+    found: set[str] = set()
+    for footer, kept in scanned:
+        md = footer.metadata
+        leaves = _leaves(md, [c for c in candidates if c not in found])
+        for rg, _ in kept:
+            group = md.row_group(rg)
+            for name, js in leaves.items():
+                stats = [group.column(j).statistics for j in js]
+                if any(st is None or not st.has_null_count or st.null_count for st in stats):
+                    found.add(name)
+    return [nullable_spec(s) if s.name in found else s for s in specs]
 
 
 def _check_no_nulls(spec: ColumnSpec, col: Any, url: str, rg: int) -> None:
