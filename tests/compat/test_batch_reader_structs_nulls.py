@@ -181,3 +181,19 @@ def test_torch_loaders_over_nulls(nulls):
         assert first["i32"].dtype == torch.float64
         np.testing.assert_array_equal(first["i32"].numpy(), [1, np.nan, 3])
         assert first["f32"].dtype == torch.float32
+
+
+@pytest.mark.filterwarnings("ignore:.*unsupported")
+def test_tensorflow_over_nulls_and_structs(nulls, structs):
+    tf = pytest.importorskip("tensorflow")
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    with make_batch_reader(nulls, schema_fields=["i32", "b", "s"], shuffle_row_groups=False) as reader:
+        batch = next(iter(make_petastorm_dataset(reader)))
+    # As Petastorm 0.13.1: a null boolean is False in tf.bool, a null string b'None'.
+    assert batch.b.dtype == tf.bool and batch.b.numpy().tolist() == [True, False, False, True, True, False]
+    assert batch.s.numpy().tolist() == [b"a", b"None", b"c", b"d", b"e", b"f"]
+    # Petastorm: tf.int32 with -2**31 for a null; here float64 with NaN (docs/migrating.md).
+    assert batch.i32.dtype == tf.float64 and np.isnan(batch.i32.numpy()[1])
+    with pytest.warns(UserWarning, match="Column 'st'"), make_batch_reader(structs) as reader:
+        assert make_petastorm_dataset(reader).element_spec._fields == ("id",)

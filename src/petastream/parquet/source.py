@@ -97,7 +97,8 @@ class ParquetSource:
     finer blocks; a row group is still decoded whole, once, while loaded).
     ``array_lengths``: ``{column: n}`` reads a list column as fixed-size ``(rows, n)`` arrays
     (checked on read); list columns are otherwise variable-length (``Ragged``).
-    ``null_policy``: ``"error"`` (default) or ``"fill"``, as the Spark materialization path.
+    ``null_policy``: ``"error"`` (default) or ``"fill"``, as the Spark materialization path, or
+    ``"petastorm"``, as Petastorm's batch reader (see :mod:`petastream.parquet.convert`).
     ``cache_dir`` / ``cache_limit``: the node's shard cache for remote files (as
     :class:`petastream.mds.dataset.MDSDataset`); ``fetch``: ``"file"`` (whole files),
     ``"row_group"`` (the column chunks read, per row group), or ``"auto"`` (row groups where
