@@ -212,14 +212,16 @@ def make_plan(discovery: Discovery, *, columns: Columns, expr: Any, rows_per_sha
             scanned = list(pool.map(scan, files))
     else:
         scanned = [scan(f) for f in files]
+    for ref, (footer, _) in zip(files, scanned):
+        _check_schema(ref.url, footer.metadata, physical, first_ref.url, columns is not None, lengths)
+    leaves_of = [_leaves(footer.metadata, list(physical)) for footer, _ in scanned]
     if null_policy == "petastorm":
-        specs = _holding_nulls(specs, scanned)
+        specs = _holding_nulls(specs, scanned, leaves_of)
     infos, units = [], []
     for i, (ref, (footer, kept)) in enumerate(zip(files, scanned)):
         md = footer.metadata
-        _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths)
         infos.append(FileInfo(ref, len(footer.data), footer.digest))
-        leaves = _leaves(md, list(physical))
+        leaves = leaves_of[i]
         for rg, keep in kept:
             units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url))
     sizes, unit_of, starts = _shards([u.rows for u in units], rows_per_shard)
@@ -292,8 +294,8 @@ def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, l
     return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects)
 
 
-def _holding_nulls(specs: list[ColumnSpec], scanned: Sequence[tuple[Footer, Sequence[tuple[int, Any]]]]
-                   ) -> list[ColumnSpec]:
+def _holding_nulls(specs: list[ColumnSpec], scanned: Sequence[tuple[Footer, Sequence[tuple[int, Any]]]],
+                   leaves_of: Sequence[dict[str, list[int]]]) -> list[ColumnSpec]:
     """``null_policy="petastorm"``: the integer and boolean columns whose kept row groups'
     statistics count nulls (or do not count them) read as :func:`nullable_spec` says (float64
     with NaN, objects with None), as Petastorm's batch reader gives them. Decided once for the
@@ -301,13 +303,14 @@ def _holding_nulls(specs: list[ColumnSpec], scanned: Sequence[tuple[Footer, Sequ
     batch spanning row groups has one dtype."""
     candidates = [s.name for s in specs if not s.partition and nullable_spec(s) != s]
     found: set[str] = set()
-    for footer, kept in scanned:
+    for (footer, kept), leaves in zip(scanned, leaves_of):
         md = footer.metadata
-        leaves = _leaves(md, [c for c in candidates if c not in found])
         for rg, _ in kept:
             group = md.row_group(rg)
-            for name, js in leaves.items():
-                stats = [group.column(j).statistics for j in js]
+            for name in candidates:
+                if name in found:
+                    continue
+                stats = [group.column(j).statistics for j in leaves[name]]
                 if any(st is None or not st.has_null_count or st.null_count for st in stats):
                     found.add(name)
     return [nullable_spec(s) if s.name in found else s for s in specs]
