@@ -95,7 +95,7 @@ def test_selector_without_an_index_is_an_error(plain):
 
 def test_nulls_are_named_and_filesystem_refused(plain):
     with pytest.raises(ValueError, match="column 'note'.*null_policy='fill'"):
-        make_batch_reader(INDEXED)
+        make_batch_reader(INDEXED, null_policy="error")
     with pytest.raises(InvalidArgumentError, match="filesystem"):
         make_batch_reader(plain, filesystem=object())
 

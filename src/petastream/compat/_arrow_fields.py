@@ -10,7 +10,9 @@ warning); float16 is not, as in Petastorm (dropped with the warning, or its ``Va
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +22,7 @@ import pyarrow as pa
 from petastream.compat.unischema import UnischemaField
 from petastream.errors import InvalidArgumentTypeError
 
-__all__ = ["unischema_fields_from_arrow", "numpy_type_from_arrow"]
+__all__ = ["unischema_fields_from_arrow", "numpy_type_from_arrow", "batch_reader_columns"]
 
 
 def numpy_type_from_arrow(arrow_type: pa.DataType) -> Any:
@@ -120,3 +122,23 @@ def unischema_fields_from_arrow(dataset: Any, omit_unsupported_fields: bool = Tr
             continue
         fields.append(UnischemaField(arrow_field.name, numpy_dtype, shape, None, arrow_field.nullable))
     return fields
+
+
+def batch_reader_columns(file_fields: list[tuple[str, pa.DataType]],
+                         partition_fields: list[tuple[str, pa.DataType]],
+                         schema_fields: Any = None, also: Iterable[str] = ()) -> list[str]:
+    """The columns ``make_batch_reader`` reads from a Parquet store: those of Petastorm's
+    inferred Unischema. As in Petastorm, a column of a type it cannot infer (a struct, a map, a
+    list of lists or of structs, a time...) is left out with its warning (``Column 'x' has an
+    unsupported field StructType(...). Ignoring...``), not an error. With ``schema_fields``
+    (names, regular expressions or fields), only the columns they match, and ``also`` (a
+    predicate's fields), are read; where none match, all are (the reader then raises
+    Petastorm's error)."""
+    kept = {f.name for f in unischema_fields_from_arrow(pa.schema([pa.field(n, t) for n, t in file_fields]))}
+    inferred = [n for n, _ in file_fields if n in kept] + [n for n, _ in partition_fields]
+    if schema_fields is None:
+        return inferred
+    patterns = [getattr(f, "name", f) for f in schema_fields]
+    extra = set(also)
+    chosen = [c for c in inferred if c in extra or any(re.fullmatch(p, c) for p in patterns)]
+    return chosen if set(chosen) - extra else inferred

@@ -93,14 +93,17 @@ def _mds_root(dataset_url_or_urls: Any, storage_options: dict | None) -> str | N
 
 def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict[str, Any], filters: Any,
                   predicate: Any, rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None,
-                  null_policy: str) -> Any:
+                  null_policy: str, schema_fields: Any = None) -> Any:
     """A :class:`~petastream.parquet.ParquetSource` of the rows Petastorm's batch reader reads
     (see :mod:`petastream.compat._parquet_select`)."""
+    from petastream.compat._arrow_fields import batch_reader_columns
     from petastream.compat._parquet_select import narrow_plan
     from petastream.parquet import ParquetSource
 
     options = dict(storage_options=storage_options, null_policy=null_policy, **cache)
-    source = _open_files(url_or_urls, filters, options)
+    also = predicate.get_fields() if predicate is not None and hasattr(predicate, "get_fields") else ()
+    columns = functools.partial(batch_reader_columns, schema_fields=schema_fields, also=also)
+    source = _open_files(url_or_urls, filters, dict(options, columns=columns))
     first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
     plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
                        shard_count=shard_count, dataset_url=os.fspath(first), storage_options=storage_options)
@@ -400,7 +403,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
                       hdfs_driver: str = "libhdfs3", transform_spec: TransformSpec | None = None,
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
-                      cache_limit: int | str | None = None, null_policy: str = "error") -> Reader:
+                      cache_limit: int | str | None = None, null_policy: str = "petastorm") -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs, or
     their Parquet files, or a mixture: a list of ``petastream.Stream`` (each epoch the streams'
     shares exactly once, ``cur_shard``/``shard_count`` splitting it as ranks; see
@@ -413,8 +416,10 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ``"local-disk"``, else ``$PETASTREAM_CACHE_LIMIT``)
     bounds the node's shard cache for remote or compressed datasets; the converter's
     ``make_torch_dataloader(cache_limit=...)`` / ``make_tf_dataset(...)`` pass it through.
-    ``null_policy`` (petastream's, Parquet only): ``"error"`` (a column with nulls is an error
-    naming it) or ``"fill"`` (0, NaN, '', b''); Petastorm passes nulls through pandas."""
+    ``null_policy`` (petastream's, Parquet only): ``"petastorm"`` (default: nulls as Petastorm's
+    batch reader gives them through pandas: NaN, integer columns holding nulls as float64,
+    None, ``'None'`` for strings, NaT; see :mod:`petastream.parquet.convert`), ``"error"`` (a
+    column with nulls is an error naming it) or ``"fill"`` (0, NaN, '', b'')."""
     if isinstance(dataset_url_or_urls, str) or not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
         normalize_dir_url(dataset_url_or_urls)  # Petastorm's ValueError (IndexError for '')
     if reader_pool_type not in ("thread", "process", "dummy"):
@@ -456,7 +461,8 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         warn_if_petastorm_dataset(dataset_url_or_urls, storage_options)
         dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache=cache,
                                 filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
-                                cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy)
+                                cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy,
+                                schema_fields=schema_fields)
         cur_shard = shard_count = None  # the shard's row groups are the source's
     columns = _select(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.

@@ -72,6 +72,8 @@ def _sanitize(name: str, value: Any) -> Any:
             return value.astype(np.int64)
         if value.dtype == object and value.size:
             first = value.flat[0]
+            if isinstance(first, bool) or (first is None and any(isinstance(v, bool) for v in value.flat)):
+                return value.astype(bool)  # booleans holding nulls: Petastorm's tf.bool makes None False
             if isinstance(first, Decimal):
                 return np.array([str(v.normalize()) for v in value.flat], dtype=object).reshape(value.shape)
             if isinstance(first, datetime.date):

@@ -34,7 +34,7 @@ from petastream.errors import DatasetNotFoundError, InvalidArgumentError, Storag
 from petastream.mds.storage import Location, resolve
 from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import to_expression
-from petastream.parquet.plan import Plan, make_plan, restrict
+from petastream.parquet.plan import Columns, Plan, make_plan, restrict
 from petastream.parquet.source import ParquetSource
 
 __all__ = ["DeltaSource"]
@@ -126,7 +126,7 @@ class DeltaSource(ParquetSource):
         *,
         version: int | None = None,
         timestamp: Any = None,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filters: Any = None,
         storage_options: dict | None = None,
         delta_storage_options: Mapping[str, str] | None = None,
@@ -147,7 +147,7 @@ class DeltaSource(ParquetSource):
         if not snap.files:
             raise DatasetNotFoundError(f"{snap.describe()} has no data files (an empty table)")
         discovery = _discovery(loc, snap)
-        plan = make_plan(discovery, columns=list(columns) if columns is not None else snap.columns,
+        plan = make_plan(discovery, columns=snap.columns if columns is None else columns if callable(columns) else list(columns),
                          expr=to_expression(_physical_filters(filters, snap)), rows_per_shard=rows_per_shard,
                          array_lengths=dict(array_lengths or {}), null_policy=null_policy, fetch=fetch)
         plan = _apply_deletions(plan, snap, rows_per_shard)

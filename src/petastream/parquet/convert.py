@@ -13,7 +13,14 @@ Nulls, as the Spark path (``null_policy``): ``"error"`` fails naming the column,
 the row group; ``"fill"`` fills 0 (integers, booleans, decimals, dates and timestamps: the
 epoch), NaN (floats), ``""``, ``b""``, JSON null (lists of strings); null elements inside arrays
 as their scalar type; a null array in a fixed-length column as that many fill values (in a
-variable-length column a null array stays an error: it has no length).
+variable-length column a null array stays an error: it has no length). ``"petastorm"`` keeps
+them as Petastorm's batch reader gives them (through pandas): NaN in float columns, and in
+integer columns, which a plan reads as float64 where the footers' statistics count nulls
+(:func:`~petastream.parquet.types.nullable_spec`); ``None`` for bytes and decimals, and for
+booleans, read as Python objects then; the text ``'None'`` for strings (Petastorm's
+``astype(str)``); NaT (``int64`` min) for dates and timestamps; NaN for null elements of float
+arrays; null arrays, and null elements of other arrays, stay errors (Petastorm fails on them).
+Columns without nulls take the same path under every policy.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from petastream.spark import NullValuesError
 
 __all__ = ["prepare", "constant", "take", "empty", "Text", "Json", "NULL_POLICIES", "NullValuesError"]
 
-NULL_POLICIES = ("error", "fill")
+NULL_POLICIES = ("error", "fill", "petastorm")
 _NS_PER = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _NS_PER_DAY = 86_400 * 10**9
 
@@ -92,14 +99,43 @@ def prepare(spec: ColumnSpec, arr: Any, null_policy: str, where: str) -> Any:
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     fill = null_policy == "fill"
-    if spec.kind not in ("fixed", "list", "json") and arr.null_count:
-        if not fill:
-            raise _null_error(spec, where, arr.null_count)
-        arr = _fill_scalar(spec, arr)
     try:
-        return _CONVERT[spec.kind](spec, arr, fill, where)
+        if spec.kind not in ("fixed", "list", "json", "object") and arr.null_count:
+            if null_policy == "petastorm":
+                return _petastorm_nulls(spec, arr, where)
+            if not fill:
+                raise _null_error(spec, where, arr.null_count)
+            arr = _fill_scalar(spec, arr)
+        return _CONVERT[spec.kind](spec, arr, null_policy, where)
     except pa.ArrowInvalid as e:
         raise EncodingError(f"{_where(spec, where)}: {e}") from e
+
+
+_NAT = np.iinfo(np.int64).min  # numpy's NaT, as the int64 nanoseconds dates and timestamps are read as
+
+
+def _petastorm_nulls(spec: ColumnSpec, arr: Any, where: str) -> Any:
+    """A scalar column holding nulls, as Petastorm's batch reader gives it (see the module doc)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if spec.kind == "plain" and spec.dtype[:5] == "float":  # nulls are NaN (an integer column: float64)
+        return arr.cast(pa.from_numpy_dtype(np.dtype(spec.dtype))).to_numpy(zero_copy_only=False)
+    if spec.kind == "str":  # Petastorm's astype(np.str_) of an object array writes None as 'None'
+        return _text(spec, pc.fill_null(arr, pa.scalar("None", arr.type)), "petastorm", where)
+    if spec.kind in ("bytes", "decimal"):  # objects: None where null
+        return _CONVERT[spec.kind](spec, arr, "petastorm", where)
+    if spec.kind in ("date", "timestamp"):
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        out = _temporal(spec, _fill_scalar(spec, arr), "petastorm", where)
+        out = out if out.flags.writeable else out.copy()
+        out[~valid] = _NAT
+        return out
+    # An integer or boolean column whose footers' statistics counted no nulls, yet holds some.
+    raise NullValuesError(
+        f"{_where(spec, where)} holds {arr.null_count} null value(s) that the file's statistics do not "
+        "count, so the column was planned as non-null; rewrite the file with statistics, filter them out "
+        f"(filters=pyarrow.compute.field({spec.name!r}).is_valid()), or pass null_policy='fill'")
 
 
 def _fill_scalar(spec: ColumnSpec, arr: Any) -> Any:
@@ -125,18 +161,18 @@ def _fill_scalar(spec: ColumnSpec, arr: Any) -> Any:
     return pc.fill_null(arr, pa.scalar(value, t))
 
 
-def _plain(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
+def _plain(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
     out = arr.to_numpy(zero_copy_only=False)
     return out if out.dtype == np.dtype(spec.dtype) else out.astype(spec.dtype)
 
 
-def _bool(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
+def _bool(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
     import pyarrow as pa
 
     return arr.cast(pa.uint8()).to_numpy(zero_copy_only=False)
 
 
-def _temporal(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
+def _temporal(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
     """Nanoseconds since the epoch as int64, as the Spark path writes dates and timestamps."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -156,13 +192,13 @@ def _temporal(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
     return ints.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-def _decimal(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
+def _decimal(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
     # The MDS path stores Arrow's decimal text and reads it back with Decimal(text): the same
     # value, digits and exponent as pyarrow's own Decimal objects.
     return arr.to_numpy(zero_copy_only=False) if len(arr) else np.empty(0, dtype=object)
 
 
-def _text(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Text:
+def _text(spec: ColumnSpec, arr: Any, policy: str, where: str) -> Text:
     import pyarrow as pa
 
     t = arr.type
@@ -183,11 +219,12 @@ def _lengths(arr: Any) -> np.ndarray:
     return lengths.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
-def _values(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Any:
+def _values(spec: ColumnSpec, arr: Any, policy: str, where: str) -> Any:
     """The non-null arrays' values, one level (or, for nested fixed-size lists, all levels) down."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    fill = policy == "fill"
     values = arr.flatten()
     while pa.types.is_fixed_size_list(values.type):
         if values.null_count:
@@ -195,7 +232,7 @@ def _values(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Any:
                 raise _null_error(spec, where, values.null_count, "null inner array(s)")
             values = pc.fill_null(values, pa.scalar([None] * values.type.list_size, values.type))
         values = values.flatten()
-    if values.null_count:
+    if values.null_count and not (policy == "petastorm" and pa.types.is_floating(values.type)):  # else NaN
         if not fill:
             raise _null_error(spec, where, values.null_count, "null element(s) inside arrays")
         t = values.type
@@ -206,7 +243,7 @@ def _values(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Any:
     return values
 
 
-def _fixed(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
+def _fixed(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
     import pyarrow as pa
 
     n = len(arr)
@@ -219,9 +256,10 @@ def _fixed(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
                 f"{_where(spec, where)}: row {int(np.argmax(bad))} has {int(lengths[bad][0])} values, "
                 f"array_lengths says {spec.shape[0]}; pass array_lengths={{{spec.name!r}: None}} "
                 "to read it as variable-length arrays")
+    fill = policy == "fill"
     if arr.null_count and not fill:
         raise _null_error(spec, where, arr.null_count, "null array(s)")
-    flat = _values(spec, arr, fill, where).to_numpy(zero_copy_only=False)
+    flat = _values(spec, arr, policy, where).to_numpy(zero_copy_only=False)
     flat = flat.astype(spec.dtype, copy=False)
     if not arr.null_count:
         return flat.reshape((n, *spec.shape))
@@ -230,23 +268,28 @@ def _fixed(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> np.ndarray:
     return out.reshape((n, *spec.shape))
 
 
-def _list(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Ragged:
+def _list(spec: ColumnSpec, arr: Any, policy: str, where: str) -> Ragged:
     if arr.null_count:  # a null array has no length to fill it to
         raise _null_error(spec, where, arr.null_count, "null array(s) (a variable-length column cannot fill them)")
-    values = _values(spec, arr, fill, where).to_numpy(zero_copy_only=False).astype(spec.dtype, copy=False)
+    values = _values(spec, arr, policy, where).to_numpy(zero_copy_only=False).astype(spec.dtype, copy=False)
     offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
     return Ragged(np.ascontiguousarray(values), offsets - offsets[0])
 
 
-def _json(spec: ColumnSpec, arr: Any, fill: bool, where: str) -> Json:
-    if arr.null_count and not fill:  # null lists are JSON null under 'fill'; null strings inside stay
+def _json(spec: ColumnSpec, arr: Any, policy: str, where: str) -> Json:
+    if arr.null_count and policy != "fill":  # null lists are JSON null under 'fill'; null strings inside stay
         raise _null_error(spec, where, arr.null_count, "null array(s)")
     return Json(arr)
 
 
+def _object(spec: ColumnSpec, arr: Any, policy: str, where: str) -> np.ndarray:
+    """Python objects, ``None`` where null (booleans holding nulls: see ``nullable_spec``)."""
+    return arr.to_numpy(zero_copy_only=False).astype(object, copy=False)
+
+
 _CONVERT = {"plain": _plain, "bool": _bool, "date": _temporal, "timestamp": _temporal,
             "decimal": _decimal, "str": _text, "bytes": _text, "fixed": _fixed, "list": _list,
-            "json": _json}
+            "json": _json, "object": _object}
 
 
 def constant(spec: ColumnSpec, value: Any, n: int, null_policy: str, where: str, arrow_type: Any = None) -> Any:

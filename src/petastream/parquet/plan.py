@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +35,10 @@ from petastream.parquet.convert import NullValuesError
 from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
-from petastream.parquet.types import ColumnSpec, column_specs, spec_for
+from petastream.parquet.types import ColumnSpec, column_specs, nullable_spec, spec_for
 
-__all__ = ["FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "check_file", "FETCH_MODES",
-           "WHOLE_FILE", "FOOTERLESS_FILE_BYTES"]
+__all__ = ["Columns", "FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "check_file",
+           "FETCH_MODES", "WHOLE_FILE", "FOOTERLESS_FILE_BYTES"]
 
 FETCH_MODES = ("auto", "file", "row_group")
 _PARALLEL = 16  # files planned at once when some are remote
@@ -217,7 +217,12 @@ def _scan(ref: ParquetFileRef, loc: Location, expr: Any, fields: list[tuple[str,
     return footer, kept
 
 
-def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any, rows_per_shard: int | None,
+#: The columns to read: names, or what picks them from the first file's fields and the
+#: partition fields (``(name, Arrow type)`` each), or None for all.
+Columns = Sequence[str] | Callable[[list[tuple[str, Any]], list[tuple[str, Any]]], Sequence[str]] | None
+
+
+def make_plan(discovery: Discovery, *, columns: Columns, expr: Any, rows_per_shard: int | None,
               array_lengths: dict[str, int | None] | None, null_policy: str, fetch: str) -> Plan:
     """Read every footer, apply the filters, and lay out the shards (see the module doc)."""
     if fetch not in FETCH_MODES:
@@ -230,8 +235,10 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     first_schema = first_footer.metadata.schema.to_arrow_schema()
     lengths = dict(array_lengths or {})
     renames = dict(discovery.column_names)
-    specs = column_specs([(renames.get(f.name, f.name), f.type) for f in first_schema], fields, columns, lengths,
-                         first_ref.url)
+    file_fields = [(renames.get(f.name, f.name), f.type) for f in first_schema]
+    if callable(columns):  # a reader's own rule over the schema (Petastorm's inferred columns)
+        columns = list(columns(file_fields, list(fields)))
+    specs = column_specs(file_fields, fields, columns, lengths, first_ref.url)
     physical = {s.name: s for s in specs if not s.partition}
 
     footerless = [ref is not first_ref and _footerless(ref, expr, fetch, specs, renames, null_policy)
@@ -243,12 +250,19 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
     to_scan = [f for f, lazy in zip(files, footerless) if not lazy]
     if len(to_scan) > 1 and not all(roots[f.root].is_local for f in to_scan):
         with ThreadPoolExecutor(min(_PARALLEL, len(to_scan)), thread_name_prefix="petastream-parquet") as pool:
-            scanned = iter(list(pool.map(scan, to_scan)))
+            footers = list(pool.map(scan, to_scan))
     else:
-        scanned = iter([scan(f) for f in to_scan])
+        footers = [scan(f) for f in to_scan]
+    read = [ref for ref, lazy in zip(files, footerless) if not lazy]
+    for ref, (footer, _) in zip(read, footers):
+        _check_schema(ref.url, footer.metadata, physical, first_ref.url, columns is not None, lengths, renames)
+    leaves_of = [_served_leaves(footer.metadata, list(physical), renames) for footer, _ in footers]
+    if null_policy == "petastorm":
+        specs = _holding_nulls(specs, footers, leaves_of)
     infos: list[FileInfo] = []
     units: list[Unit] = []
     per_row: tuple[float, float] | None = None
+    at = 0
     for i, (ref, lazy) in enumerate(zip(files, footerless)):
         if lazy:
             per_row = per_row or _bytes_per_row(units, ref)
@@ -258,11 +272,10 @@ def make_plan(discovery: Discovery, *, columns: Sequence[str] | None, expr: Any,
                 units.append(Unit(i, WHOLE_FILE, rows, rows, None, ((0, ref.size),), int(per_row[0] * rows),
                                   int(per_row[1] * rows)))
             continue
-        footer, kept = next(scanned)
+        (footer, kept), leaves = footers[at], leaves_of[at]
+        at += 1
         md = footer.metadata
-        _check_schema(ref.url, md, physical, first_ref.url, columns is not None, lengths, renames)
         infos.append(FileInfo(ref, len(footer.data), footer.digest))
-        leaves = _served_leaves(md, list(physical), renames)
         row_starts = np.concatenate([[0], np.cumsum([md.row_group(j).num_rows for j in range(md.num_row_groups)])])
         for rg, keep in kept:
             units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url, int(row_starts[rg])))
@@ -281,8 +294,11 @@ def _footerless(ref: ParquetFileRef, expr: Any, fetch: str, specs: list[ColumnSp
     footer's statistics would be checked for, by the counts known."""
     if ref.num_rows is None or expr is not None or fetch == "row_group" or ref.size > FOOTERLESS_FILE_BYTES:
         return False
-    if null_policy != "error":
+    if null_policy == "fill":
         return True
+    # "error" checks these columns' statistics at open; "petastorm" reads an integer or boolean
+    # column that holds nulls as float64/objects, decided from them: a file whose counts are
+    # not all zero is planned from its footer
     counts = dict(ref.null_counts)
     stored = {v: k for k, v in renames.items()}
     return all(counts.get(stored.get(s.name, s.name)) == 0 for s in specs
@@ -369,10 +385,32 @@ def _unit(i: int, rg: int, keep: np.ndarray | None, md: Any, leaves: dict[str, l
             stored += int(col.total_uncompressed_size * frac)
             if keep is None and null_policy == "error" and spec.kind not in ("fixed", "list", "json"):
                 _check_no_nulls(spec, col, url, rg)
-        if spec.kind in ("str", "bytes", "decimal", "json"):
+        if spec.kind in ("str", "bytes", "decimal", "json", "object"):
             objects += _OBJECT_BYTES * rows
     mask = None if keep is None else np.packbits(keep).tobytes()
     return Unit(i, rg, rows, total, mask, _merge(ranges), stored, stored + objects, first_row)
+
+
+def _holding_nulls(specs: list[ColumnSpec], scanned: Sequence[tuple[Footer, Sequence[tuple[int, Any]]]],
+                   leaves_of: Sequence[dict[str, list[int]]]) -> list[ColumnSpec]:
+    """``null_policy="petastorm"``: the integer and boolean columns whose kept row groups'
+    statistics count nulls (or do not count them) read as :func:`nullable_spec` says (float64
+    with NaN, objects with None), as Petastorm's batch reader gives them. Decided once for the
+    whole source, where Petastorm's dtype changes from one row group to the next, so that a
+    batch spanning row groups has one dtype."""
+    candidates = [s.name for s in specs if not s.partition and nullable_spec(s) != s]
+    found: set[str] = set()
+    for (footer, kept), leaves in zip(scanned, leaves_of):
+        md = footer.metadata
+        for rg, _ in kept:
+            group = md.row_group(rg)
+            for name in candidates:
+                if name in found:
+                    continue
+                stats = [group.column(j).statistics for j in leaves[name]]
+                if any(st is None or not st.has_null_count or st.null_count for st in stats):
+                    found.add(name)
+    return [nullable_spec(s) if s.name in found else s for s in specs]
 
 
 def _check_no_nulls(spec: ColumnSpec, col: Any, url: str, rg: int) -> None:

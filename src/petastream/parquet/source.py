@@ -52,7 +52,7 @@ from petastream.parquet.discover import discover
 from petastream.parquet.fetch import FilePins, Placement
 from petastream.parquet.filters import to_expression
 from petastream.parquet.load import Loaded, RowGroups
-from petastream.parquet.plan import Plan, Unit, check_unchanged, make_plan
+from petastream.parquet.plan import Columns, Plan, Unit, check_unchanged, make_plan
 
 __all__ = ["ParquetSource"]
 
@@ -86,7 +86,9 @@ class ParquetSource:
     ``url_or_urls``: a file, a directory (Hive ``key=value`` partitions become columns; files
     and directories starting with ``_`` or ``.`` are skipped), or a list of them; local paths
     or fsspec URLs (``storage_options`` for the filesystem).
-    ``columns``: the columns to read (file or partition columns), in that order; default all.
+    ``columns``: the columns to read (file or partition columns), in that order; default all;
+    or a function of the first file's fields and the partition fields (``(name, Arrow type)``
+    lists) that returns them (a reader's own rule, such as Petastorm's inferred schema).
     ``filters``: a pyarrow DNF list or a ``pyarrow.compute`` Expression: row groups are pruned
     by statistics and partition values, and the surviving row groups' filter columns are read
     at open so that every shard's size is exact (that read is the cost of filtering; see
@@ -95,7 +97,8 @@ class ParquetSource:
     finer blocks; a row group is still decoded whole, once, while loaded).
     ``array_lengths``: ``{column: n}`` reads a list column as fixed-size ``(rows, n)`` arrays
     (checked on read); list columns are otherwise variable-length (``Ragged``).
-    ``null_policy``: ``"error"`` (default) or ``"fill"``, as the Spark materialization path.
+    ``null_policy``: ``"error"`` (default) or ``"fill"``, as the Spark materialization path, or
+    ``"petastorm"``, as Petastorm's batch reader (see :mod:`petastream.parquet.convert`).
     ``cache_dir`` / ``cache_limit``: the node's shard cache for remote files (as
     :class:`petastream.mds.dataset.MDSDataset`); ``fetch``: ``"file"`` (whole files),
     ``"row_group"`` (the column chunks read, per row group), or ``"auto"`` (row groups where
@@ -123,7 +126,7 @@ class ParquetSource:
         self,
         url_or_urls: str | os.PathLike | Sequence[str | os.PathLike],
         *,
-        columns: Sequence[str] | None = None,
+        columns: Columns = None,
         filters: Any = None,
         storage_options: dict | None = None,
         cache_dir: str | None = None,

@@ -40,14 +40,15 @@ from petastream.checks import positive_int
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.spark import UnsupportedColumnError
 
-__all__ = ["ColumnSpec", "column_specs", "UnsupportedColumnError"]
+__all__ = ["ColumnSpec", "column_specs", "nullable_spec", "UnsupportedColumnError"]
 
 
 @dataclass(frozen=True)
 class ColumnSpec:
     """How one column is read. ``kind`` names the conversion (:mod:`petastream.parquet.convert`):
     ``plain`` (numbers), ``bool``, ``date``, ``timestamp``, ``decimal``, ``str``, ``bytes``,
-    ``fixed`` (arrays of ``shape``), ``list`` (variable-length arrays), ``json`` (lists of str)."""
+    ``fixed`` (arrays of ``shape``), ``list`` (variable-length arrays), ``json`` (lists of str),
+    ``object`` (Python objects: booleans holding nulls under ``null_policy="petastorm"``)."""
 
     name: str
     encoding: str
@@ -136,6 +137,19 @@ def spec_for(name: str, t: Any, length: int | None = None, partition: bool = Fal
     raise UnsupportedColumnError(
         f"column {name!r}: Arrow type {t} is not supported; leave it out with columns=[...] (or "
         "rewrite it as numbers, strings, binary, decimal, date, timestamp or arrays of numbers)")
+
+
+def nullable_spec(spec: ColumnSpec) -> ColumnSpec:
+    """How ``null_policy="petastorm"`` reads a column that holds nulls, as Petastorm's batch
+    reader (pandas) gives it: integers as float64 with NaN, booleans as Python objects
+    (``True``/``False``/``None``); every other kind keeps its spec (its nulls are NaN, None,
+    ``'None'`` or NaT within its own type: see :mod:`petastream.parquet.convert`)."""
+    if spec.kind == "plain" and spec.dtype[:5] != "float":
+        return ColumnSpec(spec.name, "float64", "plain", "float64", partition=spec.partition,
+                          arrow_type=spec.arrow_type)
+    if spec.kind == "bool":
+        return ColumnSpec(spec.name, "pkl", "object", partition=spec.partition, arrow_type=spec.arrow_type)
+    return spec
 
 
 def column_specs(fields: Sequence[tuple[str, Any]], partition_fields: Sequence[tuple[str, Any]],
