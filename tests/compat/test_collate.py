@@ -84,7 +84,7 @@ def test_reader_arguments(url, kwargs, error, match):
 
 def test_a_url_without_a_dataset_is_refused(tmp_path):
     # neither MDS nor Parquet there: a FileNotFoundError, and one of ours
-    with pytest.raises(DatasetNotFoundError, match=r"no Parquet file or directory at file://.*nothing"):
+    with pytest.raises(DatasetNotFoundError, match=r"file://.*nothing: no MDS dataset \(index.json not found\) and no Parquet files"):
         make_batch_reader("file://" + str(tmp_path / "nothing"))
     assert issubclass(DatasetNotFoundError, FileNotFoundError)
 
