@@ -49,6 +49,7 @@ from petastream.compat._row_cache import (
     pool_diagnostics,
 )
 from petastream.compat._row_source import SHARD_SEED_WARNING, warn_if_petastorm_dataset
+from petastream.compat._temporal import as_petastorm_temporal, temporal_units
 from petastream.compat._urls import normalize_dir_url
 from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
@@ -179,8 +180,11 @@ def _select(columns: list[str], schema_fields: Any) -> list[str]:
     return chosen
 
 
-def _petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any]) -> dict[str, Any]:
+def _petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any],
+                     temporal: dict[str, str] | None = None) -> dict[str, Any]:
     batch = {k: _as_petastorm_column(v) for k, v in batch.items()}
+    if temporal:  # the reader's own batches: dates and timestamps as Petastorm's (before the spec, as its)
+        batch = as_petastorm_temporal(batch, temporal)
     return transform_batch(spec, batch) if spec else batch
 
 
@@ -331,7 +335,11 @@ class Reader:
     def _batches(self) -> Generator[Any, None, None]:
         from petastream.pipeline import BatchLoader
 
-        for batch in BatchLoader(self.dataset, **self.loader_kwargs(ROWS_PER_ITEM)):
+        kwargs = self.loader_kwargs(ROWS_PER_ITEM)
+        units = temporal_units(self.dataset)
+        if units:  # Parquet dates and timestamps as Petastorm's batch reader yields them
+            kwargs["transform"] = functools.partial(_petastorm_batch, self.transform_spec, temporal=units)
+        for batch in BatchLoader(self.dataset, **kwargs):
             yield self.Row(**{k: _as_petastorm_column(v) for k, v in batch.items()})
 
     @property
