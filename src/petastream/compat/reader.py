@@ -14,7 +14,8 @@ petastream's bulk loader with it. Iterating a Reader directly yields namedtuples
 columns, a batch of rows at a time, as Petastorm's batch reader does.
 
 Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
-``shuffle_row_drop_partitions``, ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
+``shuffle_row_drop_partitions`` (on Parquet, with ``shuffle_row_groups``: row groups read as
+that many permuted parts, as Petastorm's), ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
 loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
@@ -221,8 +222,9 @@ class Reader:
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
-                 cache: NullCache | None = None):
+                 cache: NullCache | None = None, drop_partitions: int = 1):
         self.dataset = dataset
+        self.drop_partitions = int(drop_partitions or 1)
         self.columns = columns
         self.shuffle = shuffle
         self.shuffle_rows = shuffle_rows
@@ -282,6 +284,11 @@ class Reader:
             window = capacity if capacity > DEFAULT_WINDOW else None  # None: the loader's default
         elif self.shuffle:  # whole shards permuted, each read in order (a window of one sample)
             window, block_size = 1, whole_shards
+            if self.drop_partitions > 1 and not isinstance(self.dataset, MDSDataset):
+                # Petastorm reads each row group as that many parts, each its own work item, so the
+                # parts of all row groups come permuted: blocks of a part's size (the median shard's).
+                median = int(np.median(self.dataset.shard_sizes)) if len(self.dataset.shard_sizes) else 1
+                block_size = max(1, median // self.drop_partitions)
         elif capacity > 0:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, whole_shards
@@ -484,4 +491,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
+        drop_partitions=shuffle_row_drop_partitions,
     )

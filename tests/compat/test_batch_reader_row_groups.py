@@ -1,5 +1,6 @@
-"""How ``make_batch_reader`` calls a predicate on Parquet, as Petastorm 0.13.1's batch reader
-does (observed on it): once per row group, with a pandas DataFrame of the predicate's columns,
+"""``make_batch_reader`` on Parquet, per row group as Petastorm 0.13.1's batch reader (observed
+on it): ``shuffle_row_drop_partitions`` reads each row group as that many permuted parts; a
+predicate is called once per row group, with a pandas DataFrame of the predicate's columns,
 the result taken as a row mask; on partition keys only, once per row group with their values.
 A predicate written per row (which Petastorm fails on) is called per row here."""
 
@@ -62,3 +63,15 @@ def test_vectorized_lambdas_and_per_row_predicates(parts):
     assert _ids(parts, in_lambda(["id"], lambda i: i % 3 == 0)) == [0, 3, 6, 9, 12, 15, 18]
     # Petastorm 0.13.1 fails on this one (TypeError: unhashable type: 'Series'); compat calls it per row.
     assert _ids(parts, in_set({4, 14}, "id")) == [4, 14]
+
+
+def test_shuffle_row_drop_partitions_reads_row_groups_as_permuted_parts(tmp_path):
+    # As Petastorm's: each row group read as that many parts, the parts of all row groups permuted.
+    pq.write_table(pa.table({"id": np.arange(100)}), tmp_path / "a.parquet", row_group_size=50)
+    with make_batch_reader(str(tmp_path), shuffle_row_groups=True, shuffle_row_drop_partitions=5, seed=3,
+                           workers_count=1) as reader:
+        ids = np.concatenate([batch.id for batch in reader])
+    assert sorted(ids.tolist()) == list(range(100))
+    parts = ids.reshape(10, 10)
+    assert all(p[0] % 10 == 0 and (np.diff(p) == 1).all() for p in parts)
+    assert parts[:, 0].tolist() != sorted(parts[:, 0].tolist())
