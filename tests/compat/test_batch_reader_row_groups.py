@@ -75,3 +75,18 @@ def test_shuffle_row_drop_partitions_reads_row_groups_as_permuted_parts(tmp_path
     parts = ids.reshape(10, 10)
     assert all(p[0] % 10 == 0 and (np.diff(p) == 1).all() for p in parts)
     assert parts[:, 0].tolist() != sorted(parts[:, 0].tolist())
+
+
+@pytest.mark.parametrize("fields", [{"nope": 1}, {"nope": 1, "id": 3}])
+def test_a_predicate_on_missing_fields_fails_at_the_first_read(parts, fields):
+    # Petastorm's ValueError comes from its workers, at the first next(), not when the reader is made.
+    class Equal(PredicateBase):
+        def get_fields(self):
+            return set(fields)
+
+        def do_include(self, values):
+            return all(values[k] == v for k, v in fields.items())
+
+    with make_batch_reader(parts, predicate=Equal()) as reader:
+        with pytest.raises(ValueError):
+            next(reader)

@@ -80,7 +80,8 @@ def _predicate_rows(plan: Plan, i: int, predicate: PredicateBase, storage_option
     rows = unit.rows
     if fields and not stored:  # on partition keys only: once per row group, with their values, as Petastorm
         return bool(predicate.do_include({name: partitions[name] for name in fields}))
-    mask = _vectorized(predicate, table, fields, partitions, selection, rows)
+    # No field: predicate_mask raises Petastorm's ValueError.
+    mask = _vectorized(predicate, table, fields, partitions, selection, rows) if fields else None
     if mask is None:
         columns = {}
         for name in fields:

@@ -1,4 +1,7 @@
-"""Dates and timestamps of a Parquet store as Petastorm's batch reader yields them.
+"""Columns of a Parquet store as Petastorm's batch reader yields them (the reader's batches).
+
+Variable-length arrays: one 2-D array when every row has the same length, else an object
+array of arrays (:func:`as_petastorm_column`). Dates and timestamps:
 
 Petastorm 0.13.1 reads a row group through pandas: a date column (date32 or date64) comes as an
 object array of ``datetime.date`` (None for a null), a timestamp column as ``datetime64`` in its
@@ -15,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["temporal_units", "as_petastorm_temporal"]
+from petastream.compat.transform import TransformSpec, transform_batch
+
+__all__ = ["as_petastorm_column", "as_petastorm_temporal", "petastorm_batch", "temporal_units"]
 
 _TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)\b")
 
@@ -47,4 +52,28 @@ def as_petastorm_temporal(batch: dict[str, Any], units: dict[str, str]) -> dict[
             continue
         moments = value.view("datetime64[ns]").astype(f"datetime64[{unit}]")
         out[name] = moments.astype(object) if unit == "D" else moments
+    return out
+
+
+def petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any],
+                    temporal: dict[str, str] | None = None) -> dict[str, Any]:
+    batch = {k: as_petastorm_column(v) for k, v in batch.items()}
+    if temporal:  # the reader's own batches: dates and timestamps as Petastorm's (before the spec, as its)
+        batch = as_petastorm_temporal(batch, temporal)
+    return transform_batch(spec, batch) if spec else batch
+
+
+def as_petastorm_column(column: Any) -> Any:
+    """Variable-length arrays (``Ragged``) as Petastorm's batch reader gives them: one 2-D
+    array when every row has the same length, else an object array of 1-D arrays."""
+    from petastream.mds.ndarray import Ragged
+
+    if not isinstance(column, Ragged):
+        return column
+    lengths = column.lengths()
+    if len(lengths) and (lengths == lengths[0]).all():
+        return column.values.reshape(len(lengths), int(lengths[0]))
+    out = np.empty(len(column), dtype=object)
+    for i in range(len(column)):
+        out[i] = column[i]
     return out
