@@ -16,7 +16,6 @@ import pytest
 from petastream.compat import make_batch_reader
 from petastream.errors import NullValuesError
 
-NAT = np.iinfo(np.int64).min
 POINT = pa.struct([("a", pa.int32()), ("b", pa.string())])
 
 
@@ -125,9 +124,9 @@ def test_scalar_nulls_as_petastorm_gives_them(nulls):
     assert list(batch["bin"]) == [b"a", None, b"c", b"d", b"e", b"f"]
     assert list(batch["dec"]) == [Decimal("1.50"), None, Decimal("3.00"), Decimal("4.00"), Decimal("5.00"),
                                   Decimal("6.00")]
-    # Petastorm: datetime64[us] with NaT; compat reads timestamps as int64 ns: NaT's int64 value.
-    assert batch["ts"][1] == NAT and batch["ts"][0] == 1577840400 * 10**9
-    assert np.isnat(batch["ts"].view("datetime64[ns]")[1])
+    # datetime64 in the file's unit with NaT, as Petastorm's.
+    assert batch["ts"].dtype == np.dtype("datetime64[us]")
+    assert batch["ts"][0] == np.datetime64("2020-01-01T01:00:00") and np.isnat(batch["ts"][1])
 
 
 def test_null_elements_in_arrays(nulls):

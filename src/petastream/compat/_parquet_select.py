@@ -5,8 +5,10 @@ row-group indexes select; a shard keeps the row groups at positions ``i % shard_
 cur_shard``; a ``predicate`` keeps the rows whose predicate fields it accepts. Here all three
 are applied once, at open, to the :class:`~petastream.parquet.plan.Plan` (as ``filters`` are),
 so that every shard's size is exact before the first batch. The predicate's cost: its fields
-(only those) are read for every row group kept, at open, and ``do_include`` is called once per
-row in Python, with the raw (undecoded) values, as Petastorm's batch reader calls it.
+(only those) are read for every row group kept, at open, and ``do_include`` is called as
+Petastorm's batch reader calls it: once per row group with a pandas DataFrame of those columns
+(a mask back), or with the partition values when it reads partition keys only; a predicate
+written per row (its verdict not a mask) is called per row, with the raw values.
 """
 
 from __future__ import annotations
@@ -76,12 +78,41 @@ def _predicate_rows(plan: Plan, i: int, predicate: PredicateBase, storage_option
         table = file.read(columns=stored) if unit.row_group < 0 else file.read_row_group(unit.row_group, columns=stored)
     selection = unit.selection()
     rows = unit.rows
-    columns = {}
+    if fields and not stored:  # on partition keys only: once per row group, with their values, as Petastorm
+        return bool(predicate.do_include({name: partitions[name] for name in fields}))
+    # No field: predicate_mask raises Petastorm's ValueError.
+    mask = _vectorized(predicate, table, fields, partitions, selection, rows) if fields else None
+    if mask is None:
+        columns = {}
+        for name in fields:
+            if name in partitions:
+                columns[name] = np.full(rows, partitions[name], dtype=object)
+            else:
+                values = table.column(name).to_numpy(zero_copy_only=False)
+                columns[name] = values if selection is None else values[selection]
+        mask = predicate_mask(predicate, columns, rows)
+    return mask if mask.any() else False
+
+
+def _vectorized(predicate: PredicateBase, table: Any, fields: list[str], partitions: dict[str, Any],
+                selection: np.ndarray | None, rows: int) -> np.ndarray | None:
+    """Petastorm's batch reader calls ``do_include`` once per row group with a pandas DataFrame
+    of the predicate's columns and takes the result as a row mask: so here, when pandas is
+    there. A predicate written per row (a scalar verdict, or one that fails on a Series, as
+    ``in_set`` does: Petastorm's ``TypeError``) gets None, and is then called per row, as
+    compat always did."""
+    try:
+        import pandas  # noqa: F401  (petastream[spark]; without it predicates are called per row)
+    except ImportError:
+        return None
+    frame = table.to_pandas()
+    if selection is not None:
+        frame = frame[selection].reset_index(drop=True)
     for name in fields:
         if name in partitions:
-            columns[name] = np.full(rows, partitions[name], dtype=object)
-        else:
-            values = table.column(name).to_numpy(zero_copy_only=False)
-            columns[name] = values if selection is None else values[selection]
-    mask = predicate_mask(predicate, columns, rows)
-    return mask if mask.any() else False
+            frame[name] = partitions[name]
+    try:
+        mask = np.asarray(predicate.do_include(frame[fields]), dtype=bool)
+    except Exception:  # a per-row predicate: its own error, if any, comes from the per-row call
+        return None
+    return mask if mask.shape == (rows,) else None

@@ -14,7 +14,8 @@ petastream's bulk loader with it. Iterating a Reader directly yields namedtuples
 columns, a batch of rows at a time, as Petastorm's batch reader does.
 
 Accepted as Petastorm does but with no effect on MDS: ``results_queue_size``,
-``shuffle_row_drop_partitions``, ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
+``shuffle_row_drop_partitions`` (on Parquet, with ``shuffle_row_groups``: row groups read as
+that many permuted parts, as Petastorm's), ``shard_seed``, the ``cache_*`` arguments, ``hdfs_driver``,
 ``zmq_copy_buffers``, ``convert_early_to_numpy``, ``filesystem``. ``workers_count`` is the number
 of decode workers: threads for ``reader_pool_type="thread"``; for ``"process"`` the PyTorch
 loaders decode in DataLoader worker processes and ``make_tf_dataset`` in petastream's own
@@ -39,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.compat._batch_values import as_petastorm_column, petastorm_batch, temporal_units
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_cache import (
     LocalDiskCache,
@@ -51,6 +53,7 @@ from petastream.compat._row_cache import (
 from petastream.compat._row_source import SHARD_SEED_WARNING, warn_if_petastorm_dataset
 from petastream.compat._urls import normalize_dir_url
 from petastream.compat.errors import reset_early_error, stopped_error
+from petastream.compat.predicates import PredicateBase
 from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
@@ -179,27 +182,6 @@ def _select(columns: list[str], schema_fields: Any) -> list[str]:
     return chosen
 
 
-def _petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any]) -> dict[str, Any]:
-    batch = {k: _as_petastorm_column(v) for k, v in batch.items()}
-    return transform_batch(spec, batch) if spec else batch
-
-
-def _as_petastorm_column(column: Any) -> Any:
-    """Variable-length arrays (``Ragged``) as Petastorm's batch reader gives them: one 2-D
-    array when every row has the same length, else an object array of 1-D arrays."""
-    from petastream.mds.ndarray import Ragged
-
-    if not isinstance(column, Ragged):
-        return column
-    lengths = column.lengths()
-    if len(lengths) and (lengths == lengths[0]).all():
-        return column.values.reshape(len(lengths), int(lengths[0]))
-    out = np.empty(len(column), dtype=object)
-    for i in range(len(column)):
-        out[i] = column[i]
-    return out
-
-
 @functools.lru_cache(maxsize=256)
 def _row_type(name: str, fields: tuple[str, ...]) -> type:
     """One namedtuple class per name and fields, so that readers of the same columns give
@@ -217,8 +199,12 @@ class Reader:
     def __init__(self, dataset: MDSDataset, *, columns: list[str], shuffle: bool, shuffle_rows: bool,
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
-                 cache: NullCache | None = None):
+                 cache: NullCache | None = None, drop_partitions: int = 1,
+                 pending_error: ValueError | None = None):
         self.dataset = dataset
+        #: Raised at the first read (a predicate's bad fields, as Petastorm raises them).
+        self.pending_error = pending_error
+        self.drop_partitions = int(drop_partitions or 1)
         self.columns = columns
         self.shuffle = shuffle
         self.shuffle_rows = shuffle_rows
@@ -271,6 +257,8 @@ class Reader:
         """
         from petastream.stream import DEFAULT_WINDOW
 
+        if self.pending_error is not None:
+            raise self.pending_error
         capacity = int(shuffling_queue_capacity or 0)
         whole_shards = 1 << 62  # a block never spans two shards: blocks are the shards
         shuffle, window, block_size = self.shuffle, None, None
@@ -278,6 +266,11 @@ class Reader:
             window = capacity if capacity > DEFAULT_WINDOW else None  # None: the loader's default
         elif self.shuffle:  # whole shards permuted, each read in order (a window of one sample)
             window, block_size = 1, whole_shards
+            if self.drop_partitions > 1 and not isinstance(self.dataset, MDSDataset):
+                # Petastorm reads each row group as that many parts, each its own work item, so the
+                # parts of all row groups come permuted: blocks of a part's size (the median shard's).
+                median = int(np.median(self.dataset.shard_sizes)) if len(self.dataset.shard_sizes) else 1
+                block_size = max(1, median // self.drop_partitions)
         elif capacity > 0:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, whole_shards
@@ -290,12 +283,12 @@ class Reader:
 
     def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """What the loader's workers run on each batch (picklable): on Parquet, list columns
-        as Petastorm gives them (:func:`_as_petastorm_column`: equal lengths -> one 2-D array,
+        as Petastorm gives them (:func:`~petastream.compat._batch_values.as_petastorm_column`: equal lengths -> one 2-D array,
         so a torch batch is one tensor, not a list of rows); then the TransformSpec."""
         spec = self.transform_spec
         if isinstance(self.dataset, MDSDataset):  # as the converter always read it
             return functools.partial(transform_batch, spec) if spec else None
-        return functools.partial(_petastorm_batch, spec)
+        return functools.partial(petastorm_batch, spec)
 
     # -- Petastorm's Reader interface: an iterator of batches, safe to call from several threads --
     def __iter__(self) -> Reader:
@@ -305,6 +298,8 @@ class Reader:
         with self._lock:
             if self.stopped:
                 raise stopped_error()
+            if self.pending_error is not None:
+                raise self.pending_error
             if self._peeked:
                 return self._peeked.pop()
             if self._pass is None:
@@ -331,8 +326,12 @@ class Reader:
     def _batches(self) -> Generator[Any, None, None]:
         from petastream.pipeline import BatchLoader
 
-        for batch in BatchLoader(self.dataset, **self.loader_kwargs(ROWS_PER_ITEM)):
-            yield self.Row(**{k: _as_petastorm_column(v) for k, v in batch.items()})
+        kwargs = self.loader_kwargs(ROWS_PER_ITEM)
+        units = temporal_units(self.dataset)
+        if units:  # Parquet dates and timestamps as Petastorm's batch reader yields them
+            kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units)
+        for batch in BatchLoader(self.dataset, **kwargs):
+            yield self.Row(**{k: as_petastorm_column(v) for k, v in batch.items()})
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -444,6 +443,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         disk_cache = LocalDiskCache(directory) if directory is not None else NullCache()
     cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_limit)
     dataset: Any
+    pending: ValueError | None = None
     root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
     if _is_mixture(dataset_url_or_urls):
         dataset = _open_mixture(dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters,
@@ -459,10 +459,17 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
                              cache_limit=cache["cache_limit"])
     else:
         warn_if_petastorm_dataset(dataset_url_or_urls, storage_options)
-        dataset = _open_parquet(dataset_url_or_urls, storage_options=storage_options, cache=cache,
-                                filters=filters, predicate=predicate, rowgroup_selector=rowgroup_selector,
-                                cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy,
-                                schema_fields=schema_fields)
+        opening = functools.partial(_open_parquet, dataset_url_or_urls, storage_options=storage_options, cache=cache,
+                                    filters=filters, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
+                                    shard_count=shard_count, null_policy=null_policy, schema_fields=schema_fields)
+        try:
+            dataset = opening(predicate=predicate)
+        except ValueError as error:
+            if not isinstance(predicate, PredicateBase):
+                raise
+            # A predicate naming no field, or fields the files lack: Petastorm's ValueError comes
+            # at the first read (its workers apply predicates), so the reader is made and raises it then.
+            dataset, pending = opening(predicate=None), error
         cur_shard = shard_count = None  # the shard's row groups are the source's
     columns = _select(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
@@ -476,4 +483,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
+        drop_partitions=shuffle_row_drop_partitions, pending_error=pending,
     )

@@ -77,7 +77,7 @@ def _sanitize(name: str, value: Any) -> Any:
             if isinstance(first, Decimal):
                 return np.array([str(v.normalize()) for v in value.flat], dtype=object).reshape(value.shape)
             if isinstance(first, datetime.date):
-                return np.array([np.datetime64(v, "ns") for v in value.flat]).astype(np.int64) - _EPOCH.astype(np.int64)
+                return value.astype("datetime64[ns]").astype(np.int64)  # numpy's cast: no per-row Python
             if isinstance(first, np.ndarray):
                 from petastream.pipeline.parts import NonUniformArrayError
 
