@@ -198,7 +198,7 @@ def _check_types(shard: pa.DataType) -> None:
     """Raise _NotPlain unless ``shard`` is ``_SHARD`` with hash algorithms (inferred)."""
     names = [f.name for f in shard]
     if names != [f.name for f in _SHARD]:
-        raise _NotPlain(f"shard keys {sorted(set(names) - set(_SHARD.names))} are not Mosaic's")
+        raise _NotPlain(f"shard keys {sorted(set(names) - {f.name for f in _SHARD})} are not Mosaic's")
     for got, want in zip(shard, _SHARD):
         if want.type == _FILE:
             if [f.name for f in got.type] != [f.name for f in _FILE] or got.type[0] != _FILE[0] or got.type[1] != _FILE[1]:
