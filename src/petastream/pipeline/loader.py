@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from petastream.capabilities import CachePeers, Composite, Pinned
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
@@ -58,13 +59,11 @@ def checked_workers(num_workers: int, prefetch: int, readahead: int) -> None:
 
 def source_snapshot(source: Any) -> Any:
     """What a source reads when it is pinned to one snapshot of a changing table (its optional
-    ``snapshot`` capability; a mixture's: its streams'), or None."""
-    parts = getattr(source, "sources", None)
-    if isinstance(parts, (list, tuple)):
-        found = [source_snapshot(s) for s in parts]
+    :class:`~petastream.capabilities.Pinned` capability; a mixture's: its streams'), or None."""
+    if isinstance(source, Composite):
+        found = [source_snapshot(s) for s in source.component_sources()]
         return {"format": "mixture", "streams": found} if any(f is not None for f in found) else None
-    snapshot = getattr(source, "snapshot", None)
-    return dict(snapshot) if isinstance(snapshot, dict) else None
+    return dict(source.snapshot) if isinstance(source, Pinned) else None
 
 
 def check_snapshot(state: Any, source: Any) -> None:
@@ -82,8 +81,7 @@ def check_snapshot(state: Any, source: Any) -> None:
 
 
 def _pacer(source: Source) -> Pacer | None:
-    peers = getattr(source, "cache_peers", None)  # an optional Source capability
-    peers = peers() if callable(peers) else None
+    peers = source.cache_peers() if isinstance(source, CachePeers) else None
     return Pacer(peers, source, local_readers() - 1) if peers is not None else None
 
 
@@ -232,10 +230,9 @@ class BatchLoader:
     def _reopen_at(self, snapshot: Any) -> bool:
         """Reopen this loader's own source at ``snapshot`` (a Delta table's recorded version),
         where the source can (``at_snapshot``) and reads the same columns; whether it did."""
-        reopen = getattr(self.dataset, "at_snapshot", None)
-        if not self.owns_dataset or not callable(reopen):
+        if not self.owns_dataset or not isinstance(self.dataset, Pinned):
             return False
-        source = reopen(snapshot)
+        source = self.dataset.at_snapshot(snapshot)
         if dict(source.columns) != dict(self.dataset.columns):
             raise InvalidArgumentError(
                 f"state was saved reading {snapshot}, whose columns {dict(source.columns)} differ from "

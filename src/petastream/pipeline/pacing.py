@@ -25,8 +25,9 @@ reached is announced by nobody. Only keeping them together can, so a reader that
   A wait longer than a few seconds is logged once, naming the processes waited for.
 
 Pacing is on for a loader whose source reads through a bounded cache (an optional source
-capability, ``cache_peers()``: MDS datasets and Parquet sources have it, mixtures do not); alone
-on its cache it costs a directory listing per window and a small file write every few seconds.
+capability, :class:`~petastream.capabilities.CachePeers`: MDS datasets and Parquet sources
+have it, mixtures do not); alone on its cache it costs a directory listing per window and a
+small file write every few seconds.
 Two loaders of one order in one process do not pace each other.
 """
 
@@ -36,8 +37,9 @@ import hashlib
 import logging
 import os
 import time
-from typing import Any, Protocol
+from typing import Any
 
+from petastream.capabilities import Peers, fingerprint_of
 from petastream.pipeline.driver import PassRun
 from petastream.stream.plan import EpochPlan
 
@@ -50,20 +52,10 @@ IDLE_AFTER = float(os.environ.get("PETASTREAM_PACE_IDLE_S", "30"))  # a reader s
 _LOG_AFTER = 5.0  # seconds of waiting before it is logged
 
 
-class Peers(Protocol):
-    """The other processes on a cache, as :class:`~petastream.mds.announce.Announcements`."""
-
-    def publish_position(self, plan: str, window: int, *, beat: bool = False) -> None: ...
-
-    def withdraw_position(self, plan: str) -> None: ...
-
-    def positions(self, plan: str) -> list[Any]: ...  # each with .pid, .window, .seen
-
-
 def plan_key(source: Any, plan: EpochPlan) -> str:
     """What identifies the order ``plan`` reads, the same on every rank of a job."""
     order = plan.order
-    ident = [str(getattr(source, "fingerprint", None) or getattr(source, "url", "")), order.num_samples,
+    ident = [fingerprint_of(source) if source is not None else "", order.num_samples,
              order.shuffle, order.seed, order.window, order.block_size, plan.batch_size, plan.world_size,
              plan.drop_last]
     return hashlib.blake2s(repr(ident).encode(), digest_size=12).hexdigest()
