@@ -30,6 +30,7 @@ from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.onerror import ErrorPolicy, OnError, SkipLedger
 from petastream.pipeline.pacing import Pacer
+from petastream.pipeline.stateful import gather_states, restore_states
 from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
@@ -275,28 +276,43 @@ class BatchLoader:
         after the first ``k`` batches of the current iteration. JSON-serialisable; resumes on
         any worker count, worker type or world size. A source read at a pinned snapshot (a Delta
         table's version) is recorded under ``"snapshot"``; ``"skipped"``: the ids of the samples
-        ``on_error`` left out, as ``[start, stop)`` ranges (absent when none)."""
+        ``on_error`` left out, as ``[start, stop)`` ranges (absent when none); ``"stages"``: the
+        state of the stages that keep one, by name (:mod:`petastream.pipeline.stateful`; absent
+        when none: the pacer's where the loader is paced)."""
         state = self.driver.state_dict(steps)
         snapshot = source_snapshot(self.dataset)
         if snapshot is not None:
             state["snapshot"] = snapshot
         if self.skips.ids:
             state["skipped"] = self.skips.state()
+        stages = gather_states(self.stateful_stages())
+        if stages:
+            state["stages"] = stages
         return state
+
+    def stateful_stages(self) -> list[Any]:
+        """The stages whose state ``state_dict()`` carries (:mod:`petastream.pipeline.stateful`):
+        the pacer, and the work stages and stages that keep state."""
+        return [s for s in (self.pacer, *self.work_stages, *self.stages) if s is not None]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """The next iteration resumes where ``state`` stands, leaving out the samples it says
-        were skipped. A state saved on a snapshot of a table (a Delta version) other than the
-        one read now (the table was written since) is resumed on its own snapshot where this
-        loader opened the source itself from a URL; else it is refused (open the state's
-        snapshot and load the state again)."""
-        if isinstance(state, dict) and "skipped" in state:
+        were skipped, each stateful stage given its state (its defaults where the state has
+        none: one saved before the stage existed). A state saved on a snapshot of a table (a
+        Delta version) other than the one read now (the table was written since) is resumed on
+        its own snapshot where this loader opened the source itself from a URL; else it is
+        refused (open the state's snapshot and load the state again)."""
+        stage_states = None
+        if isinstance(state, dict) and ("skipped" in state or "stages" in state):
             state = dict(state)
-            self.skips.load(state.pop("skipped"))
+            if "skipped" in state:
+                self.skips.load(state.pop("skipped"))
+            stage_states = state.pop("stages", None)
         saved = state.get("snapshot") if isinstance(state, dict) else None
         if saved is None or saved == source_snapshot(self.dataset) or not self._reopen_at(saved):
             check_snapshot(state, self.dataset)
         self.driver.load_state_dict(state)
+        restore_states(self.stateful_stages(), stage_states)  # after a reopen replaced the pacer
         if self.cache_fit is not None and self.dataset.cache_limit is not None:
             # The state's window replaced the one fitted to the cache (adopt_order): say so.
             p = self.planner
