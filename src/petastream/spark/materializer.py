@@ -39,7 +39,7 @@ from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import commit_index, dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
-from petastream.mds.storage import _local_path, is_remote_mount, resolve
+from petastream.mds.storage import is_remote_mount, local_path, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
@@ -262,7 +262,7 @@ def default_compression(parent_url: str) -> str | None:
     ``/Volumes``, ``$PETASTREAM_REMOTE_MOUNTS``). Mosaic and LitData write uncompressed by
     default; Spark compresses Parquet with snappy, whose size (tabular: 14% under raw MDS)
     zstd level 1 beats (22%)."""
-    path = _local_path(parent_url)
+    path = local_path(parent_url)
     return None if path is not None and not is_remote_mount(path) else "zstd:1"
 
 
