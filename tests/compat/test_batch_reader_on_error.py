@@ -114,3 +114,21 @@ def test_the_loaders_over_the_reader_take_its_policy(url, caplog):
 def test_an_unknown_policy_is_refused_before_anything_is_opened(tmp_path):
     with pytest.raises(InvalidArgumentError, match="on_error must be 'raise', 'skip', 'warn' or a callable"):
         make_batch_reader(str(tmp_path / "nothing-here"), on_error="ignore")
+
+
+def test_the_converter_passes_it_to_its_readers(tmp_path, caplog):
+    pytest.importorskip("torch")
+    from petastream.compat import SparkDatasetConverter
+    from petastream.mds.writer import write_mds
+
+    url = str(tmp_path / "mds")
+    write_mds({"id": np.arange(N), "x": np.arange(N) * 0.5}, url, size_limit=600)
+    shards = sorted(str(p) for p in (tmp_path / "mds").glob("shard.*"))
+    conv = SparkDatasetConverter(url, shards, N)  # what make_spark_converter returns for it
+    with caplog.at_level(logging.WARNING, logger="petastream.pipeline"):
+        with conv.make_torch_dataloader(batch_size=10, num_epochs=1, transform_spec=SPEC, on_error="skip") as loader:
+            ids = sorted(int(i) for batch in loader for i in batch["id"])
+    assert ids == [i for i in range(N) if i != BAD] and "skipped 1 sample(s) so far" in caplog.text
+    with pytest.raises(ValueError, match=f"bad row {BAD}"):
+        with conv.make_torch_dataloader(batch_size=10, num_epochs=1, transform_spec=SPEC) as loader:
+            list(loader)
