@@ -21,8 +21,8 @@ docs: venv
 lint: venv
 	.venv/bin/ruff check src tests benchmarks examples
 
-# mypy over src/ with pyproject.toml's [tool.mypy] (a CI gate: .ci/run), and the loader path's
-# no-private-reach check.
+# mypy over src/ with pyproject.toml's [tool.mypy] (a CI gate: .ci/run), and the no-private-reach
+# check over all of src/petastream.
 typecheck: venv
 	.venv/bin/python scripts/check_reaches.py
 	.venv/bin/mypy

@@ -21,7 +21,8 @@ PROTOCOL = {"AttributeError", "NotImplementedError", "StopIteration", "KeyboardI
 PARITY = {
     "compat/spark_dataset_converter.py": {"RuntimeError": 3, "ValueError": 2},
     "compat/_urls.py": {"ValueError": 4, "IndexError": 1},
-    "compat/reader.py": {"ValueError": 4, "RuntimeError": 1},
+    "compat/reader.py": {"ValueError": 3},
+    "compat/_batch_open.py": {"ValueError": 1, "RuntimeError": 1},
     "compat/transform.py": {"ValueError": 3},
     "compat/pytorch.py": {"RuntimeError": 3},
     "compat/_arrow_fields.py": {"ValueError": 1, "RuntimeError": 1},

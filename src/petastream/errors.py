@@ -73,9 +73,9 @@ _urls.normalize_dir_url                      "directory url must be a string";  
 _urls.check_url                              "ERROR! A scheme-less directory url"  ValueError
 _urls.normalize_databricks_dbfs_url          "On databricks runtime, if `df`"      ValueError
 _urls.check_parent_cache_dir_url             "URLs must be of the form"            ValueError
-reader.dataset_root,                         "dataset url list must be non-empty"  ValueError
+_batch_open.dataset_root,                    "dataset url list must be non-empty"  ValueError
 etl.dataset_metadata
-reader._select                               "No fields matching the criteria"     RuntimeError
+_batch_open.select_columns                   "No fields matching the criteria"     RuntimeError
 reader.make_batch_reader                     "Unknown reader_pool_type",           ValueError
                                              "Unknown cache_type", "partition and
                                              num_partitions must be ints..."

@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pytest
 
+import petastream
 from petastream.mds.writer import write_mds
 from petastream.pipeline import BatchLoader
 from petastream.pipeline.onerror import BadSample
@@ -102,7 +103,11 @@ def test_raise_in_a_transform_names_the_sample_and_keeps_its_type(bad_image):
     url, _ = bad_image
     with pytest.raises(ValueError, match=rf"cannot transform id {BAD_TRANSFORM}") as info:
         list(BatchLoader(url, 8, columns=["id", "x"], transform=fail_on_23))
-    assert any(f"transform failed at dataset '{url}', sample id {BAD_TRANSFORM}" in n for n in info.value.__notes__)
+    ds = petastream.open(url)
+    shard = int(np.searchsorted(ds.shard_offsets, BAD_TRANSFORM, side="right")) - 1
+    row = BAD_TRANSFORM - int(ds.shard_offsets[shard])
+    where = f"transform failed at dataset '{url}', shard (or row group) {shard}, row {row} (sample id {BAD_TRANSFORM})"
+    assert any(where in n for n in info.value.__notes__)
 
 
 # -- "skip" and "warn", every loader -----------------------------------------------------------

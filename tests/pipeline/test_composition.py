@@ -155,6 +155,29 @@ def test_no_module_on_the_loader_path_reaches_private_names(tmp_path):
     assert "imports private _spawn" in flagged.stdout and "reaches ld._reach" in flagged.stdout
 
 
+def test_privates_are_their_package_business_and_their_own_module_s(tmp_path):
+    """A private module or name is free within its package (and subpackages); a module's own
+    classes' private attributes are free in that module; namedtuple's API is public."""
+    check = [sys.executable, str(ROOT / "scripts" / "check_reaches.py")]
+    src = tmp_path / "src" / "petastream"
+    for pkg in ("", "a", "a/sub", "b"):
+        (src / pkg).mkdir(parents=True, exist_ok=True)
+        (src / pkg / "__init__.py").write_text("")
+    (src / "a" / "_impl.py").write_text("def _helper():\n    pass\n")
+    (src / "a" / "ok.py").write_text(
+        "from petastream._extras import x\nfrom petastream.a import _impl\nfrom petastream.a._impl import _helper\n"
+        "class P:\n    def __init__(self):\n        self._v = 1\n    def __eq__(self, other):\n"
+        "        return self._v == other._v\n\ndef f(row, p):\n    return row._replace(a=1), row._asdict(), p._v\n")
+    (src / "a" / "sub" / "ok.py").write_text("from petastream.a._impl import _helper\n")
+    (src / "b" / "bad.py").write_text("from petastream.a._impl import f\nfrom petastream.a.ok import _g\n"
+                                      "import petastream.a._impl\n")
+    env = {"PETASTREAM_CHECK_ROOT": str(tmp_path / "src")}
+    ok = subprocess.run(check + [str(src / "a")], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stdout
+    bad = subprocess.run(check + [str(src / "b")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and bad.stdout.count("bad.py") == 3, bad.stdout
+
+
 def test_the_convenience_functions_show_every_argument():
     import petastream.tf as ptf
     import petastream.torch as pt

@@ -219,14 +219,14 @@ def test_two_processes_convert_at_once_then_this_process_reuses(spark, spark_con
 
 
 def test_sweep_removes_unreported_task_attempts(tmp_path):
-    from petastream.spark.materializer import _sweep
+    from petastream.spark._attempt import sweep
 
     attempt = tmp_path / "attempt"
     for sub in ("00000-1-aa", "00000-7-bb", "00001-2-cc"):
         (attempt / sub).mkdir(parents=True)
         (attempt / sub / "shard.00000.mds").write_bytes(b"x")
     (attempt / "index.json").write_text("{}")
-    _sweep(str(attempt), ["00000-1-aa", "00001-2-cc"], None)
+    sweep(str(attempt), ["00000-1-aa", "00001-2-cc"], None)
     assert sorted(os.listdir(attempt)) == ["00000-1-aa", "00001-2-cc", "index.json"]
 
 

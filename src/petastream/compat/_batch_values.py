@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import ParquetPlanned
 from petastream.compat.transform import TransformSpec, transform_batch
 
 __all__ = ["as_petastorm_column", "as_petastorm_temporal", "petastorm_batch", "temporal_units"]
@@ -28,9 +29,8 @@ _TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)\b")
 def temporal_units(dataset: Any) -> dict[str, str]:
     """``{column: numpy unit}`` of a Parquet source's dates (``"D"``) and timestamps (their
     Parquet unit, ``s`` as ``ms``); empty for anything without a Parquet plan (MDS, mixtures)."""
-    plan = getattr(dataset, "plan", None)
     units: dict[str, str] = {}
-    for spec in getattr(plan, "specs", ()):
+    for spec in dataset.plan.specs if isinstance(dataset, ParquetPlanned) else ():
         if spec.kind == "date":
             units[spec.name] = "D"
         elif spec.kind == "timestamp":

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from petastream.compat.codecs import NdarrayCodec, ScalarCodec
+from petastream.compat.unischema import row_type, schema_name
 from petastream.compat.utils import DecodeFieldError
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -42,7 +43,7 @@ def decode_table(schema: Any, table: pa.Table | pa.RecordBatch,
     names = list(schema.fields) if fields is None else list(fields)
     missing = [n for n in names if n not in table.column_names]
     if missing:
-        raise InvalidArgumentError(f"decode_table: fields {missing} of schema {schema._name!r} are not in the "
+        raise InvalidArgumentError(f"decode_table: fields {missing} of schema {schema_name(schema)!r} are not in the "
                                    f"Parquet batch (its columns: {table.column_names}); read them too or "
                                    "decode a schema view without them")
     return {n: decode_column(schema.fields[n], table.column(n)) for n in names}
@@ -62,8 +63,8 @@ def decode_column(field: Any, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 def make_rows(schema: Any, columns: dict[str, np.ndarray]) -> list[Any]:
     """The batch as one namedtuple (the schema's type) per row, Petastorm's ``make_reader`` items."""
-    row_type = schema._get_namedtuple()
-    return [row_type(*values) for values in zip(*(columns[n] for n in schema.fields))]
+    make = row_type(schema)
+    return [make(*values) for values in zip(*(columns[n] for n in schema.fields))]
 
 
 def _plain(array: pa.Array) -> pa.Array:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import secrets
 import threading
 import warnings
@@ -40,6 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from petastream.compat._batch_open import (
+    dataset_root,
+    open_batch_source,
+    select_columns,
+    source_cache_options,
+)
 from petastream.compat._batch_values import as_petastorm_column, petastorm_batch, temporal_units
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_cache import (
@@ -47,139 +52,21 @@ from petastream.compat._row_cache import (
     NullCache,
     check_local_disk,
     cleanup_cache,
-    local_path,
     pool_diagnostics,
 )
-from petastream.compat._row_source import SHARD_SEED_WARNING, warn_if_petastorm_dataset
+from petastream.compat._row_source import SHARD_SEED_WARNING
 from petastream.compat._urls import normalize_dir_url
 from petastream.compat.errors import reset_early_error, stopped_error
-from petastream.compat.predicates import PredicateBase
 from petastream.compat.row_reader import make_reader  # petastorm.reader has both readers
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
-from petastream.mds.storage import resolve
+from petastream.pipeline.onerror import ErrorPolicy, OnError
 
 __all__ = ["make_batch_reader", "make_reader", "Reader", "dataset_root", "stopped_error"]
 
 
 ROWS_PER_ITEM = 1024
-
-
-def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) -> str:
-    """The MDS dataset directory behind a directory URL or a list of its shard file URLs."""
-    urls = [dataset_url_or_urls] if isinstance(dataset_url_or_urls, str) else list(dataset_url_or_urls)
-    if not urls:
-        raise ValueError("dataset url list must be non-empty.")
-    url = urls[0].rstrip("/")
-    candidates = [url]
-    for _ in range(2):  # a shard file sits in the dataset dir or one sub-directory below it
-        url = url.rsplit("/", 1)[0]
-        candidates.append(url)
-    # Outermost first: a merged dataset's task sub-directories hold partial index.json files.
-    for candidate in reversed(candidates):
-        if resolve(candidate, storage_options).exists("index.json"):
-            return candidate
-    raise InvalidArgumentError(f"{urls[0]} is not an MDS dataset directory or one of its shard "
-                               "files (no index.json found beside it)")
-
-
-def _mds_root(dataset_url_or_urls: Any, storage_options: dict | None) -> str | None:
-    """The MDS dataset behind the URLs, or None when they are Parquet."""
-    try:
-        return dataset_root(dataset_url_or_urls, storage_options)
-    except ValueError:
-        if isinstance(dataset_url_or_urls, (list, tuple)) and not dataset_url_or_urls:
-            raise
-        return None
-
-
-def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict[str, Any], filters: Any,
-                  predicate: Any, rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None,
-                  null_policy: str, schema_fields: Any = None) -> Any:
-    """A :class:`~petastream.parquet.ParquetSource` of the rows Petastorm's batch reader reads
-    (see :mod:`petastream.compat._parquet_select`)."""
-    from petastream.compat._arrow_fields import batch_reader_columns
-    from petastream.compat._parquet_select import narrow_plan
-    from petastream.parquet import ParquetSource
-
-    options = dict(storage_options=storage_options, null_policy=null_policy, **cache)
-    also = predicate.get_fields() if predicate is not None and hasattr(predicate, "get_fields") else ()
-    columns = functools.partial(batch_reader_columns, schema_fields=schema_fields, also=also)
-    source = _open_files(url_or_urls, filters, dict(options, columns=columns))
-    first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
-    plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
-                       shard_count=shard_count, dataset_url=os.fspath(first), storage_options=storage_options)
-    if plan is source.plan:
-        return source
-    source.close()
-    return ParquetSource(plan.root_urls, plan=plan, **options)
-
-
-def _open_files(url_or_urls: Any, filters: Any, options: dict[str, Any]) -> Any:
-    """A Delta table's snapshot where one URL names a table (never its files as plain
-    Parquet: see docs/delta.md), else the Parquet files."""
-    from petastream.parquet import ParquetSource
-    from petastream.sources import detect_format
-
-    if isinstance(url_or_urls, (str, os.PathLike)) and detect_format(
-            url_or_urls, options.get("storage_options")) == "delta":
-        from petastream.delta import DeltaSource
-
-        return DeltaSource(url_or_urls, filters=filters, **options)
-    return ParquetSource(url_or_urls, filters=filters, **options)
-
-
-def _is_mixture(dataset_url_or_urls: Any) -> bool:
-    from petastream.mix import Stream
-
-    return isinstance(dataset_url_or_urls, (list, tuple)) and any(isinstance(u, Stream) for u in dataset_url_or_urls)
-
-
-def _open_mixture(streams: Any, *, storage_options: dict | None, cache: dict[str, Any], filters: Any,
-                  predicate: Any, rowgroup_selector: Any) -> Any:
-    """A :class:`~petastream.mix.MixtureSource` of ``streams`` (``petastream.Stream``, every item):
-    each epoch the streams' shares, exactly once, split over ``cur_shard``/``shard_count`` as
-    ranks (see docs/native-api.md, Mixtures)."""
-    from petastream.mix import Stream, mixture
-
-    if not all(isinstance(s, Stream) for s in streams):
-        raise InvalidArgumentError("dataset_url_or_urls mixes petastream.Stream items with plain URLs; wrap each "
-                                   "URL in a petastream.Stream(url, weight=...)")
-    for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
-        if value is not None:
-            raise InvalidArgumentError(
-                f"{name} applies to one dataset, not to a mixture of Streams; give the Stream a filtered "
-                "source instead: petastream.Stream(petastream.parquet.open_parquet(url, filters=...), weight=...)")
-    if cache.get("cache_decoded"):
-        raise InvalidArgumentError(
-            "cache_type='local-disk' applies to Parquet datasets, and a mixture may hold MDS ones; give each "
-            "Parquet Stream an open source instead: petastream.Stream(open_parquet(url, cache_decoded=True), ...)")
-    options = {"storage_options": storage_options, "cache_limit": cache.get("cache_limit")}
-    return mixture(list(streams), dataset_options={k: v for k, v in options.items() if v is not None})
-
-
-def _local_disk(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
-                cache_limit: Any) -> dict[str, Any]:
-    """The source options that honour Petastorm's cache arguments. ``"local-disk"``: decoded
-    row groups kept in the node's shard cache (Petastorm keeps decoded Arrow tables in a
-    ``diskcache`` directory), at ``cache_location``, bounded by ``cache_size_limit`` unless
-    petastream's own ``cache_limit`` is given; ``cache_row_size_estimate`` only sized
-    Petastorm's ``diskcache`` shards (checked as Petastorm does, :mod:`._row_cache`)."""
-    if cache_type in (None, "null"):
-        return {"cache_limit": cache_limit}
-    return {"cache_decoded": True, "cache_dir": local_path(cache_location),
-            "cache_limit": cache_limit if cache_limit is not None else cache_size_limit}
-
-
-def _select(columns: list[str], schema_fields: Any) -> list[str]:
-    if schema_fields is None:
-        return columns
-    patterns = [getattr(f, "name", f) for f in schema_fields]
-    chosen = [c for c in columns if any(re.fullmatch(p, c) for p in patterns)]
-    if not chosen:
-        raise RuntimeError(f"No fields matching the criteria '{patterns}' were found in the dataset {columns}.")
-    return chosen
 
 
 @functools.lru_cache(maxsize=256)
@@ -200,8 +87,11 @@ class Reader:
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
                  cache: NullCache | None = None, drop_partitions: int = 1,
-                 pending_error: ValueError | None = None):
+                 pending_error: ValueError | None = None, on_error: OnError = "raise"):
         self.dataset = dataset
+        #: What a row that fails to decode or transform does (see :func:`make_batch_reader`).
+        self.on_error = ErrorPolicy(on_error).on_error
+        self._loader: Any = None  # the BatchLoader of this reader's own pass (its stats)
         #: Raised at the first read (a predicate's bad fields, as Petastorm raises them).
         self.pending_error = pending_error
         self.drop_partitions = int(drop_partitions or 1)
@@ -278,7 +168,7 @@ class Reader:
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window, block_size=block_size,
-            transform=self._transform(),
+            transform=self._transform(), on_error=self.on_error,
         )
 
     def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -330,8 +220,16 @@ class Reader:
         units = temporal_units(self.dataset)
         if units:  # Parquet dates and timestamps as Petastorm's batch reader yields them
             kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units)
-        for batch in BatchLoader(self.dataset, **kwargs):
+        self._loader = BatchLoader(self.dataset, **kwargs)
+        for batch in self._loader:
             yield self.Row(**{k: as_petastorm_column(v) for k, v in batch.items()})
+
+    def stats(self) -> dict[str, Any]:
+        """The figures of this reader's own reads (iterating it), as
+        :meth:`petastream.pipeline.BatchLoader.stats` gives them: rows, batches, ``skipped``
+        (rows ``on_error`` left out), ...; empty before the first read. The loaders reading this
+        plan (``petastream.compat.pytorch``, ``make_tf_dataset``) count their own."""
+        return self._loader.stats() if self._loader is not None else {}
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -402,7 +300,8 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
                       hdfs_driver: str = "libhdfs3", transform_spec: TransformSpec | None = None,
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
-                      cache_limit: int | str | None = None, null_policy: str = "petastorm") -> Reader:
+                      cache_limit: int | str | None = None, null_policy: str = "petastorm",
+                      on_error: OnError = "raise") -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs, or
     their Parquet files, or a mixture: a list of ``petastream.Stream`` (each epoch the streams'
     shares exactly once, ``cur_shard``/``shard_count`` splitting it as ranks; see
@@ -418,7 +317,16 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ``null_policy`` (petastream's, Parquet only): ``"petastorm"`` (default: nulls as Petastorm's
     batch reader gives them through pandas: NaN, integer columns holding nulls as float64,
     None, ``'None'`` for strings, NaT; see :mod:`petastream.parquet.convert`), ``"error"`` (a
-    column with nulls is an error naming it) or ``"fill"`` (0, NaN, '', b'')."""
+    column with nulls is an error naming it) or ``"fill"`` (0, NaN, '', b'').
+
+    ``on_error`` (petastream's): what a row that fails to decode or whose ``transform_spec``
+    raises does, as the native loaders' (:mod:`petastream.pipeline.onerror`): ``"raise"``
+    (default: the error, its type kept, with a note naming the dataset, row group, row and
+    column), ``"skip"`` (left out, counted in :meth:`Reader.stats` / the loader's ``stats()``,
+    logged), ``"warn"`` (and each error logged), or ``fn(BadSample) -> bool`` (True: skip).
+    The converter's ``make_torch_dataloader`` / ``make_tf_dataset`` pass it through
+    (``on_error=`` among their Petastorm reader arguments)."""
+    policy = ErrorPolicy(on_error)  # checked before anything is opened
     if isinstance(dataset_url_or_urls, str) or not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
         normalize_dir_url(dataset_url_or_urls)  # Petastorm's ValueError (IndexError for '')
     if reader_pool_type not in ("thread", "process", "dummy"):
@@ -441,37 +349,14 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         directory = check_local_disk("make_batch_reader", cache_location, cache_size_limit,
                                      cache_row_size_estimate, cache_extra_settings)
         disk_cache = LocalDiskCache(directory) if directory is not None else NullCache()
-    cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_limit)
-    dataset: Any
-    pending: ValueError | None = None
-    root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
-    if _is_mixture(dataset_url_or_urls):
-        dataset = _open_mixture(dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters,
-                                predicate=predicate, rowgroup_selector=rowgroup_selector)
-    elif root is not None:
-        for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
-            if value is not None:
-                raise InvalidArgumentError(
-                    f"{name} is not supported on an MDS dataset (what make_spark_converter writes); filter the "
-                    "DataFrame before make_spark_converter (df.filter(...)) instead")
-        # An MDS dataset needs no decoding cache: its shards are read in place, or cached as they are.
-        dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
-                             cache_limit=cache["cache_limit"])
-    else:
-        warn_if_petastorm_dataset(dataset_url_or_urls, storage_options)
-        opening = functools.partial(_open_parquet, dataset_url_or_urls, storage_options=storage_options, cache=cache,
-                                    filters=filters, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
-                                    shard_count=shard_count, null_policy=null_policy, schema_fields=schema_fields)
-        try:
-            dataset = opening(predicate=predicate)
-        except ValueError as error:
-            if not isinstance(predicate, PredicateBase):
-                raise
-            # A predicate naming no field, or fields the files lack: Petastorm's ValueError comes
-            # at the first read (its workers apply predicates), so the reader is made and raises it then.
-            dataset, pending = opening(predicate=None), error
+    cache = source_cache_options(cache_type, cache_location, cache_size_limit, cache_limit)
+    dataset, pending, sharded = open_batch_source(
+        dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters, predicate=predicate,
+        rowgroup_selector=rowgroup_selector, cur_shard=cur_shard, shard_count=shard_count, null_policy=null_policy,
+        schema_fields=schema_fields)
+    if sharded:
         cur_shard = shard_count = None  # the shard's row groups are the source's
-    columns = _select(list(dataset.columns), schema_fields)
+    columns = select_columns(list(dataset.columns), schema_fields)
     # 'dummy' is Petastorm's single-threaded debugging pool; otherwise threads, at most the cores.
     workers = 1 if reader_pool_type == "dummy" else max(1, min(int(workers_count or 1), os.cpu_count() or 1))
     if seed is None:
@@ -483,5 +368,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
-        drop_partitions=shuffle_row_drop_partitions, pending_error=pending,
+        drop_partitions=shuffle_row_drop_partitions, pending_error=pending, on_error=policy.on_error,
     )

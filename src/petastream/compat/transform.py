@@ -103,7 +103,7 @@ def transform_batch(spec: TransformSpec, batch: dict[str, Any]) -> dict[str, Any
 def transform_schema(schema: Any, transform_spec: TransformSpec) -> Any:
     """The Unischema of rows after ``transform_spec`` (Petastorm's ``transform_schema``): fields
     removed or edited leave, edited ones come last, ``selected_fields`` picks and orders them."""
-    from petastream.compat.unischema import Unischema, UnischemaField
+    from petastream.compat.unischema import Unischema, UnischemaField, schema_name
 
     removed = set(transform_spec.removed_fields)
     unknown = removed - set(schema.fields)
@@ -117,4 +117,4 @@ def transform_schema(schema: Any, transform_spec: TransformSpec) -> Any:
     selected = transform_spec.selected_fields
     if selected is not None:
         fields = sorted((f for f in fields if f.name in selected), key=lambda f: selected.index(f.name))
-    return Unischema(schema._name + "_transformed", fields)
+    return Unischema(schema_name(schema) + "_transformed", fields)

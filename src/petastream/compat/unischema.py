@@ -24,7 +24,7 @@ import numpy as np
 from petastream.errors import InvalidArgumentTypeError
 
 __all__ = ["UnischemaField", "Unischema", "dict_to_spark_row", "insert_explicit_nulls",
-           "match_unischema_fields"]
+           "match_unischema_fields", "row_type", "schema_name"]
 
 
 # Petastorm's module switch for the order of a schema's fields and its namedtuples:
@@ -184,6 +184,17 @@ class Unischema:
         return f"{type(self).__name__}({self._name}, [\n{lines}])"
 
     __repr__ = __str__
+
+
+def schema_name(schema: Unischema) -> str:
+    """The schema's name. Petastorm keeps it in ``_name`` and gives no public name; a function
+    here, not an attribute, as a field of the schema may be called ``name``."""
+    return schema._name
+
+
+def row_type(schema: Unischema) -> type:
+    """The namedtuple type of the schema's rows (Petastorm's ``schema._get_namedtuple()``)."""
+    return schema._get_namedtuple()
 
 
 def dict_to_spark_row(unischema: Unischema, row_dict: dict[str, Any]) -> Any:

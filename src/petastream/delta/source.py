@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import Pinned
 from petastream.delta.log import DeltaFile, Snapshot, open_snapshot
 from petastream.errors import DatasetNotFoundError, InvalidArgumentError, StorageError
 from petastream.mds.storage import Location, resolve
@@ -107,7 +108,7 @@ def _apply_deletions(plan: Plan, snap: Snapshot, rows_per_shard: int | None) -> 
     return restrict(plan, keep, rows_per_shard)
 
 
-class DeltaSource(ParquetSource):
+class DeltaSource(ParquetSource, Pinned):
     """One snapshot of a Delta table (see the module doc), read as a
     :class:`~petastream.parquet.ParquetSource`.
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import CachePeers, Fingerprinted, StringReads
 from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
 from petastream.mds.announce import Announcements
@@ -55,7 +56,7 @@ def _reopen(url: str, kwargs: dict[str, Any], fingerprint: str) -> MDSDataset:
     return ds
 
 
-class MDSDataset:
+class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petastream.capabilities
     """An MDS dataset. ``len(ds)`` samples; ``ds[i]`` one sample as a dict (Mosaic's types);
     :meth:`read_shard` / :meth:`read` decode many samples into columns at once.
 
@@ -71,6 +72,8 @@ class MDSDataset:
     ``prefetch_workers``: loads at once (downloads, decompression, hash checks).
     ``allow_unsafe_types``: permit ``pkl`` columns, which run code when decoded.
     """
+
+    fingerprint: str = ""  # set at open (a class default, where Fingerprinted has a property)
 
     def __init__(
         self,

@@ -22,7 +22,7 @@ from typing import Any
 from petastream.errors import MissingExtraError, StorageError
 from petastream.mds.counters import IO
 
-__all__ = ["Location", "resolve", "is_local_url", "is_remote_mount", "remote_tag", "REMOTE_MOUNTS_ENV"]
+__all__ = ["Location", "resolve", "is_local_url", "local_path", "is_remote_mount", "remote_tag", "REMOTE_MOUNTS_ENV"]
 
 #: Colon-separated path prefixes that are FUSE mounts of remote storage, besides Databricks'.
 REMOTE_MOUNTS_ENV = "PETASTREAM_REMOTE_MOUNTS"
@@ -33,7 +33,7 @@ _CLOUD_EXTRAS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "ab
                  "abfss": "adlfs", "az": "adlfs"}
 
 
-def _local_path(url: str) -> str | None:
+def local_path(url: str) -> str | None:
     """The filesystem path of a local URL, or None if ``url`` is remote."""
     if url.startswith("file://"):
         return url[len("file://"):] or "/"
@@ -51,7 +51,7 @@ def _local_path(url: str) -> str | None:
 
 
 def is_local_url(url: str) -> bool:
-    return _local_path(url) is not None
+    return local_path(url) is not None
 
 
 def is_remote_mount(path: str) -> bool:
@@ -294,7 +294,7 @@ def resolve(url: str | os.PathLike, storage_options: dict | None = None) -> Loca
     url = os.fspath(url)
     if not isinstance(url, str) or not url:
         raise StorageError(f"a dataset location must be a non-empty path or URL, got {url!r}")
-    local = _local_path(url)
+    local = local_path(url)
     if local is not None:
         return Location(url, os.path.abspath(os.path.expanduser(local)))
     import fsspec

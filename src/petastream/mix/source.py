@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import Composite, Fingerprinted, StringReads, fingerprint_of
 from petastream.errors import InvalidArgumentError, UnknownColumnError
 from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mix.stream import Stream, epoch_counts, largest_remainder
@@ -66,8 +67,9 @@ def _check_columns(sources: Sequence[Source]) -> None:
             f"several); columns {differ} differ ({detail}): select or cast them to agree before mixing")
 
 
-class MixtureSource:
-    """``streams`` (opened sources, with their :class:`Stream` counts) as one source."""
+class MixtureSource(Composite, Fingerprinted, StringReads):
+    """``streams`` (opened sources, with their :class:`Stream` counts) as one source (with the
+    :mod:`~petastream.capabilities` named in its bases)."""
 
     def __init__(self, sources: Sequence[Source], streams: Sequence[Stream],
                  epoch_size: int | None = None) -> None:
@@ -119,9 +121,13 @@ class MixtureSource:
     def fingerprint(self) -> str:
         """What the mixture reads: its sources' fingerprints (their URLs where a source has
         none) and the streams' counts; the same on every rank that opens the same mixture."""
-        ident = [str(getattr(s, "fingerprint", None) or s.url) for s in self.sources]
+        ident = [fingerprint_of(s) for s in self.sources]
         ident += [repr(self.counts), repr(self.epoch_size)]
         return hashlib.blake2s("\0".join(ident).encode(), digest_size=16).hexdigest()
+
+    def component_sources(self) -> list[Source]:
+        """Its streams' sources (:class:`~petastream.capabilities.Composite`)."""
+        return self.sources
 
     def __len__(self) -> int:
         return int(self.shard_offsets[-1])
@@ -153,12 +159,13 @@ class MixtureSource:
 
     @property
     def strings(self) -> str:
-        return str(getattr(self.sources[0], "strings", "objects"))
+        first = self.sources[0]
+        return first.strings if isinstance(first, StringReads) else "objects"
 
     @strings.setter
     def strings(self, value: str) -> None:  # how process workers ask for str columns
         for s in self.sources:
-            if hasattr(s, "strings"):
+            if isinstance(s, StringReads):
                 s.strings = value
 
     # -- epochs ----------------------------------------------------------------------------------

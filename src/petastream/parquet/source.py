@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import CachePeers, Fingerprinted, ParquetPlanned, StringReads
 from petastream.checks import nonnegative_int, positive_int
 from petastream.errors import (
     InvalidArgumentError,
@@ -80,7 +81,7 @@ def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
     return roots
 
 
-class ParquetSource:
+class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # petastream.capabilities
     """Parquet files, read as a :class:`petastream.source.Source` (see the module doc).
 
     ``url_or_urls``: a file, a directory (Hive ``key=value`` partitions become columns; files

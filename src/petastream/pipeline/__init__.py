@@ -17,11 +17,13 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
           procpool/                  ProcessExecutor: our own worker processes, shared-memory
                                        hand-over, parked between passes; AutoExecutor
           petastream.torch           DataLoaderExecutor: DataLoader worker processes
-      paced (pacing.py) where other processes read the same order through a bounded cache,
+      paced (pacing.py) where other processes read the same order through a bounded cache
+          (a source's optional capabilities: petastream.capabilities),
       wrapped by consumer-side stages (a list): staging.py (MappedRun), device staging
           (petastream.torch._staging), compat's collate and stop check
       and by loader.stats() (stats.py): the workers' reports taken off their items (innermost),
           batches, rows and waits counted (outermost)
+      stages that keep state (the pacer, yours): stateful.py, carried in state_dict()["stages"]
 
 :class:`~petastream.pipeline.loader.BatchLoader` composes them (numpy batches);
 :mod:`petastream.torch`, :mod:`petastream.tf` and :mod:`petastream.compat` build their loaders

@@ -24,11 +24,13 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from petastream.capabilities import CachePeers, Composite, Pinned
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.onerror import ErrorPolicy, OnError, SkipLedger
 from petastream.pipeline.pacing import Pacer
+from petastream.pipeline.stateful import gather_states, restore_states
 from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
@@ -58,13 +60,11 @@ def checked_workers(num_workers: int, prefetch: int, readahead: int) -> None:
 
 def source_snapshot(source: Any) -> Any:
     """What a source reads when it is pinned to one snapshot of a changing table (its optional
-    ``snapshot`` capability; a mixture's: its streams'), or None."""
-    parts = getattr(source, "sources", None)
-    if isinstance(parts, (list, tuple)):
-        found = [source_snapshot(s) for s in parts]
+    :class:`~petastream.capabilities.Pinned` capability; a mixture's: its streams'), or None."""
+    if isinstance(source, Composite):
+        found = [source_snapshot(s) for s in source.component_sources()]
         return {"format": "mixture", "streams": found} if any(f is not None for f in found) else None
-    snapshot = getattr(source, "snapshot", None)
-    return dict(snapshot) if isinstance(snapshot, dict) else None
+    return dict(source.snapshot) if isinstance(source, Pinned) else None
 
 
 def check_snapshot(state: Any, source: Any) -> None:
@@ -82,8 +82,7 @@ def check_snapshot(state: Any, source: Any) -> None:
 
 
 def _pacer(source: Source) -> Pacer | None:
-    peers = getattr(source, "cache_peers", None)  # an optional Source capability
-    peers = peers() if callable(peers) else None
+    peers = source.cache_peers() if isinstance(source, CachePeers) else None
     return Pacer(peers, source, local_readers() - 1) if peers is not None else None
 
 
@@ -232,10 +231,9 @@ class BatchLoader:
     def _reopen_at(self, snapshot: Any) -> bool:
         """Reopen this loader's own source at ``snapshot`` (a Delta table's recorded version),
         where the source can (``at_snapshot``) and reads the same columns; whether it did."""
-        reopen = getattr(self.dataset, "at_snapshot", None)
-        if not self.owns_dataset or not callable(reopen):
+        if not self.owns_dataset or not isinstance(self.dataset, Pinned):
             return False
-        source = reopen(snapshot)
+        source = self.dataset.at_snapshot(snapshot)
         if dict(source.columns) != dict(self.dataset.columns):
             raise InvalidArgumentError(
                 f"state was saved reading {snapshot}, whose columns {dict(source.columns)} differ from "
@@ -278,28 +276,43 @@ class BatchLoader:
         after the first ``k`` batches of the current iteration. JSON-serialisable; resumes on
         any worker count, worker type or world size. A source read at a pinned snapshot (a Delta
         table's version) is recorded under ``"snapshot"``; ``"skipped"``: the ids of the samples
-        ``on_error`` left out, as ``[start, stop)`` ranges (absent when none)."""
+        ``on_error`` left out, as ``[start, stop)`` ranges (absent when none); ``"stages"``: the
+        state of the stages that keep one, by name (:mod:`petastream.pipeline.stateful`; absent
+        when none: the pacer's where the loader is paced)."""
         state = self.driver.state_dict(steps)
         snapshot = source_snapshot(self.dataset)
         if snapshot is not None:
             state["snapshot"] = snapshot
         if self.skips.ids:
             state["skipped"] = self.skips.state()
+        stages = gather_states(self.stateful_stages())
+        if stages:
+            state["stages"] = stages
         return state
+
+    def stateful_stages(self) -> list[Any]:
+        """The stages whose state ``state_dict()`` carries (:mod:`petastream.pipeline.stateful`):
+        the pacer, and the work stages and stages that keep state."""
+        return [s for s in (self.pacer, *self.work_stages, *self.stages) if s is not None]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """The next iteration resumes where ``state`` stands, leaving out the samples it says
-        were skipped. A state saved on a snapshot of a table (a Delta version) other than the
-        one read now (the table was written since) is resumed on its own snapshot where this
-        loader opened the source itself from a URL; else it is refused (open the state's
-        snapshot and load the state again)."""
-        if isinstance(state, dict) and "skipped" in state:
+        were skipped, each stateful stage given its state (its defaults where the state has
+        none: one saved before the stage existed). A state saved on a snapshot of a table (a
+        Delta version) other than the one read now (the table was written since) is resumed on
+        its own snapshot where this loader opened the source itself from a URL; else it is
+        refused (open the state's snapshot and load the state again)."""
+        stage_states = None
+        if isinstance(state, dict) and ("skipped" in state or "stages" in state):
             state = dict(state)
-            self.skips.load(state.pop("skipped"))
+            if "skipped" in state:
+                self.skips.load(state.pop("skipped"))
+            stage_states = state.pop("stages", None)
         saved = state.get("snapshot") if isinstance(state, dict) else None
         if saved is None or saved == source_snapshot(self.dataset) or not self._reopen_at(saved):
             check_snapshot(state, self.dataset)
         self.driver.load_state_dict(state)
+        restore_states(self.stateful_stages(), stage_states)  # after a reopen replaced the pacer
         if self.cache_fit is not None and self.dataset.cache_limit is not None:
             # The state's window replaced the one fitted to the cache (adopt_order): say so.
             p = self.planner

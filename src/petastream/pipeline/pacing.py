@@ -25,8 +25,9 @@ reached is announced by nobody. Only keeping them together can, so a reader that
   A wait longer than a few seconds is logged once, naming the processes waited for.
 
 Pacing is on for a loader whose source reads through a bounded cache (an optional source
-capability, ``cache_peers()``: MDS datasets and Parquet sources have it, mixtures do not); alone
-on its cache it costs a directory listing per window and a small file write every few seconds.
+capability, :class:`~petastream.capabilities.CachePeers`: MDS datasets and Parquet sources
+have it, mixtures do not); alone on its cache it costs a directory listing per window and a
+small file write every few seconds.
 Two loaders of one order in one process do not pace each other.
 """
 
@@ -36,8 +37,10 @@ import hashlib
 import logging
 import os
 import time
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
+from petastream.capabilities import Peers, fingerprint_of
 from petastream.pipeline.driver import PassRun
 from petastream.stream.plan import EpochPlan
 
@@ -50,20 +53,10 @@ IDLE_AFTER = float(os.environ.get("PETASTREAM_PACE_IDLE_S", "30"))  # a reader s
 _LOG_AFTER = 5.0  # seconds of waiting before it is logged
 
 
-class Peers(Protocol):
-    """The other processes on a cache, as :class:`~petastream.mds.announce.Announcements`."""
-
-    def publish_position(self, plan: str, window: int, *, beat: bool = False) -> None: ...
-
-    def withdraw_position(self, plan: str) -> None: ...
-
-    def positions(self, plan: str) -> list[Any]: ...  # each with .pid, .window, .seen
-
-
 def plan_key(source: Any, plan: EpochPlan) -> str:
     """What identifies the order ``plan`` reads, the same on every rank of a job."""
     order = plan.order
-    ident = [str(getattr(source, "fingerprint", None) or getattr(source, "url", "")), order.num_samples,
+    ident = [fingerprint_of(source) if source is not None else "", order.num_samples,
              order.shuffle, order.seed, order.window, order.block_size, plan.batch_size, plan.world_size,
              plan.drop_last]
     return hashlib.blake2s(repr(ident).encode(), digest_size=12).hexdigest()
@@ -71,7 +64,13 @@ def plan_key(source: Any, plan: EpochPlan) -> str:
 
 class Pacer:
     """Wraps each pass's run so that its batches are handed out at most ``lead`` windows
-    ahead of the slowest live peer reading the same order (see the module doc)."""
+    ahead of the slowest live peer reading the same order (see the module doc).
+
+    A :class:`~petastream.pipeline.stateful.StatefulStage` (``"pacer"``): its state is how
+    often and how long it held this reader back (``waits``, ``waited_s``), over the whole job:
+    a resumed loader goes on counting from the saved figures."""
+
+    name = "pacer"
 
     def __init__(self, peers: Peers, source: Any, lead: int, *, idle_after: float | None = None,
                  poll: float = 0.05):
@@ -80,9 +79,19 @@ class Pacer:
         self.poll = poll
         #: The processes this loader is waiting for now (empty when it is not waiting).
         self.waiting_for: list[int] = []
+        #: Times it held the reader back, and the seconds it did (its state).
+        self.waits = 0
+        self.waited_s = 0.0
 
     def wrap(self, run: PassRun, plan: EpochPlan) -> PassRun:
         return PacedRun(run, plan, self)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"waits": self.waits, "waited_s": round(self.waited_s, 6)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.waits = int(state.get("waits", 0))
+        self.waited_s = float(state.get("waited_s", 0.0))
 
 
 class PacedRun:
@@ -119,15 +128,22 @@ class PacedRun:
         return batch
 
     def _wait_for_peers(self, window: int) -> None:
-        pacer, started, logged = self._pacer, time.monotonic(), False
+        pacer, started = self._pacer, time.monotonic()
+        if self._wait(window, started):
+            pacer.waits += 1
+            pacer.waited_s += time.monotonic() - started
+
+    def _wait(self, window: int, started: float) -> bool:
+        """Wait until no live peer is more than ``lead`` windows behind; whether it waited."""
+        pacer, logged, waited = self._pacer, False, False
         while not self._closed:
             behind = [p for p in pacer.peers.positions(self._key)
                       if window - p.window > pacer.lead and time.time() - p.seen < pacer.idle_after]
             pacer.waiting_for = [p.pid for p in behind]
             if not behind:
-                return
-            waited = time.monotonic() - started
-            if waited > _LOG_AFTER and not logged:
+                return waited
+            waited = True
+            if time.monotonic() - started > _LOG_AFTER and not logged:
                 logged = True
                 log.info("waiting for %s, %d or more windows behind on the shared shard cache, to keep "
                          "it from downloading shards again (idle readers are not waited for after %.0fs)",
@@ -135,6 +151,7 @@ class PacedRun:
                          pacer.idle_after)
             time.sleep(pacer.poll)
         pacer.waiting_for = []
+        return waited
 
     def close(self) -> None:
         self._closed = True

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.capabilities import StringReads
 from petastream.pipeline.procpool.arena import Arena, Strings, pack_strings
 from petastream.pipeline.stats import Reported
 from petastream.pipeline.work import BatchGroup, PassWork
@@ -123,7 +124,7 @@ class Worker:
                 raise self.dataset_error
             # Strings the loader cuts apart itself are read as bytes and offsets, never as one
             # Python object per value (a transform sees the usual objects).
-            if self.dataset is not None:
+            if isinstance(self.dataset, StringReads):
                 self.dataset.strings = "ragged" if strings and work.transform is None else "objects"
             items = work(w, num_workers)
             for index, item in items:
