@@ -17,7 +17,7 @@ names (``"int64"``, ``"float32"``, ``"str"``, ``"bytes"``, ``"ndarray:float32:16
 plans from (TensorFlow specs, torch conversion); ``logical_dtypes`` names the columns read back
 as another numpy dtype than they are stored in (Spark booleans stored as uint8 read as bool).
 
-Reads return ``{column: numpy array | petastream.mds.ndarray.Ragged}``: fixed-size values as
+Reads return ``{column: numpy array | petastream.columns.ragged.Ragged}``: fixed-size values as
 arrays of shape ``(rows, *value_shape)``, str/bytes/decimal values as object arrays,
 variable-length arrays as ``Ragged``.
 

@@ -26,8 +26,8 @@ from petastream.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
-from petastream.mds.storage import Location, resolve
 from petastream.source import Source, is_source
+from petastream.storage.location import Location, resolve
 
 __all__ = ["resolve_source", "detect_format"]
 

@@ -58,7 +58,7 @@ from petastream.compat.row_reader import make_reader  # petastorm.reader has bot
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
-from petastream.mds.storage import resolve
+from petastream.storage.location import resolve
 
 __all__ = ["make_batch_reader", "make_reader", "Reader", "dataset_root", "stopped_error"]
 

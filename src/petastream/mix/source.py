@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.ops import scatter_columns, split_rows
 from petastream.errors import InvalidArgumentError, UnknownColumnError
-from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mix.stream import Stream, epoch_counts, largest_remainder
 from petastream.source import PackedRows, Source, is_source, open_source, packed_layout, read_ids
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets

@@ -39,7 +39,6 @@ from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import commit_index, dump_index, read_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
-from petastream.mds.storage import _local_path, is_remote_mount, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._errors import MaterializationError
@@ -56,6 +55,7 @@ from petastream.spark.schema import (
     prepare,
     with_length,
 )
+from petastream.storage.location import _local_path, is_remote_mount, resolve
 
 __all__ = ["materialize", "MaterializedDataset", "default_compression", "parent_cache_dir"]
 
