@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from petastream.errors import InvalidArgumentError
+from petastream.mix.source import open_source
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.onerror import ErrorPolicy, OnError, SkipLedger
@@ -32,7 +33,7 @@ from petastream.pipeline.pacing import Pacer
 from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
-from petastream.source import Source, is_source, open_source
+from petastream.source import Source, is_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
 from petastream.stream.budget import LoaderBudget, local_readers, refit_advice
 
