@@ -48,8 +48,8 @@ BUCKET = "bench"
 
 
 def child(args: argparse.Namespace) -> None:
-    from petastream.mds.cache import ShardCache
     from petastream.mds.dataset import MDSDataset
+    from petastream.storage.cache import ShardCache
 
     if args.format == "parquet":
         from benchmarks import remote_parquet

@@ -89,8 +89,8 @@ def write_parquet(rows: dict[str, np.ndarray], files: int, row_group_rows: int) 
 def child(args: argparse.Namespace) -> None:
     """One reader of the Parquet URL: the source opened before the clock starts (listing,
     footers), as the MDS child opens its index; then the epochs of :func:`run_epochs`."""
-    from petastream.mds.cache import ShardCache
     from petastream.parquet import ParquetSource
+    from petastream.storage.cache import ShardCache
 
     proxy = os.environ["AWS_ENDPOINT_URL"]
     cache = ShardCache.at(args.cache)

@@ -8,7 +8,7 @@ insides and breaks silently when they change. Checked (an AST walk, no import):
 * imports: a ``_private`` module or name is the business of the package it lives in, and of
   that package's subpackages (``petastream._extras`` of all of petastream's;
   ``petastream.spark._records`` of ``petastream.spark``'s; ``_f`` defined in
-  ``petastream.mds.storage`` of ``petastream.mds``'s): importing it from outside is a reach;
+  ``petastream.storage.location`` of ``petastream.mds``'s): importing it from outside is a reach;
 * attributes: ``x._name`` where ``x`` is not ``self``, ``cls`` or ``super()``, unless ``_name``
   is one this module defines itself (an attribute its classes set on ``self``, or a name in one
   of its class bodies: another instance of its own class, a fork handler of its own cache), or a

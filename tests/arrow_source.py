@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from petastream.mds.columns import scatter_columns
+from petastream.columns.ops import scatter_columns
 from petastream.source import Source, read_ids
 from petastream.stream.grouping import shard_offsets
 

@@ -49,7 +49,7 @@ def test_the_format_follows_what_is_there(layouts):
 def test_a_source_is_used_as_is(layouts):
     src = ParquetSource(str(layouts / "pq"))
     assert resolve_source(src) is src
-    with pytest.raises(InvalidArgumentError, match=r"options \['columns'\] apply to a URL"):
+    with pytest.raises(InvalidArgumentError, match=r"options \['columns'\] \(dataset_options\) apply when a URL is opened"):
         resolve_source(src, columns=["id"])
 
 
@@ -66,5 +66,5 @@ def test_what_is_neither(layouts, tmp_path):
         resolve_source(str(tmp_path / "partial"))
     with pytest.raises(InvalidArgumentTypeError, match="is read as PARQUET: .*unexpected keyword argument 'split'"):
         resolve_source(str(layouts / "pq"), split="train")
-    with pytest.raises(InvalidArgumentError, match="expected a path or URL"):
+    with pytest.raises(InvalidArgumentTypeError, match="expected a path or URL .* got int"):
         resolve_source(42)

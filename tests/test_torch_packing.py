@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ragged import Ragged
 from petastream.torch import _packing, to_torch
 
 pytestmark = pytest.mark.torch

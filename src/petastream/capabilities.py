@@ -40,7 +40,7 @@ __all__ = ["CachePeers", "Composite", "Fingerprinted", "ParquetPlanned", "Peers"
 
 
 class Peers(Protocol):
-    """The other processes on a shard cache (:class:`~petastream.mds.announce.Announcements`):
+    """The other processes on a shard cache (:class:`~petastream.storage.announce.Announcements`):
     where each reader of an order stands, for pacing (:mod:`petastream.pipeline.pacing`)."""
 
     def publish_position(self, plan: str, window: int, *, beat: bool = False) -> None: ...
@@ -72,7 +72,7 @@ class Fingerprinted(Protocol):
 @runtime_checkable
 class StringReads(Protocol):
     """str/bytes columns can be read as ``"objects"`` (one Python object a value, the default)
-    or ``"ragged"`` (a :class:`~petastream.mds.ndarray.Ragged` of their bytes): process workers
+    or ``"ragged"`` (a :class:`~petastream.columns.ragged.Ragged` of their bytes): process workers
     set ``"ragged"`` for a pass that hands strings over in shared memory, uncut."""
 
     strings: str

@@ -17,13 +17,17 @@ names (``"int64"``, ``"float32"``, ``"str"``, ``"bytes"``, ``"ndarray:float32:16
 plans from (TensorFlow specs, torch conversion); ``logical_dtypes`` names the columns read back
 as another numpy dtype than they are stored in (Spark booleans stored as uint8 read as bool).
 
-Reads return ``{column: numpy array | petastream.mds.ndarray.Ragged}``: fixed-size values as
+Reads return ``{column: numpy array | petastream.columns.ragged.Ragged}``: fixed-size values as
 arrays of shape ``(rows, *value_shape)``, str/bytes/decimal values as object arrays,
 variable-length arrays as ``Ragged``.
 
 Each pass reads through ``source.for_epoch(seed, epoch)`` of its plan (see
 :class:`petastream.pipeline.work.PassWork`): the source itself, except where reads depend on the
 epoch (a mixture: which samples of each stream).
+
+What a user passes a loader (a URL, a list of URLs, a list of :class:`petastream.Stream`) is
+opened as a source by :func:`petastream.sources.resolve_source` (the format, by what lies
+there) and :func:`petastream.mix.open_source` (a list of streams: a mixture).
 
 A source crosses into worker processes: it must pickle (reopening what it holds open), and
 :meth:`Source.reopener` gives what reopens it in another process of this node with the same
@@ -32,15 +36,14 @@ cache settings.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
+from petastream.errors import OutOfRangeError
 
-__all__ = ["Source", "PackedRows", "is_source", "open_source", "read_ids", "packed_layout"]
+__all__ = ["Source", "PackedRows", "is_source", "read_ids", "packed_layout"]
 
 
 @runtime_checkable
@@ -156,31 +159,6 @@ def packed_layout(source: Any) -> np.dtype | None:
 def is_source(value: Any) -> bool:
     """Whether ``value`` is a :class:`Source` (structurally: it has the protocol's members)."""
     return isinstance(value, Source)
-
-
-def open_source(url_or_source: Any, options: Mapping[str, Any] | None = None) -> Source:
-    """The :class:`Source` a loader reads: ``url_or_source`` itself when it is one; a
-    :class:`petastream.mix.MixtureSource` for a list of :class:`petastream.Stream`; else what is
-    at that URL (or list of URLs) opened with ``options``: an MDS dataset where ``index.json``
-    is, else Parquet files (:func:`petastream.sources.resolve_source` decides)."""
-    if is_source(url_or_source):
-        if options:
-            raise InvalidArgumentError(
-                f"dataset_options={dict(options)!r} apply when the loader opens a URL; this loader "
-                f"was given an open source ({type(url_or_source).__name__}): open it with those options instead")
-        return url_or_source
-    if isinstance(url_or_source, (list, tuple)) and url_or_source:
-        from petastream.mix import Stream, mixture
-
-        if any(isinstance(s, Stream) for s in url_or_source):  # a mixture: [petastream.Stream, ...]
-            return mixture(url_or_source, dataset_options=options)
-    if not isinstance(url_or_source, (str, os.PathLike, list, tuple)):
-        raise InvalidArgumentTypeError(
-            f"a loader reads a dataset URL or path (str), a list of Parquet URLs, a list of "
-            f"petastream.Stream (a mixture), or a petastream Source, got {type(url_or_source).__name__}")
-    from petastream.sources import resolve_source
-
-    return resolve_source(url_or_source, **dict(options or {}))
 
 
 def read_ids(source: Source, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:

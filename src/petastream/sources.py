@@ -1,6 +1,8 @@
 """From what a user passes a loader (a URL, a list of URLs, or a source) to a :class:`~petastream.source.Source`.
 
-:func:`resolve_source` decides the format by what is there:
+:func:`resolve_source` is the one resolver of "a URL or a source" (loaders reach it through
+:func:`petastream.mix.open_source`, which makes a list of ``Stream`` a mixture first). It
+decides the format by what is there:
 
 * a :class:`~petastream.source.Source` (an ``MDSDataset``, a ``ParquetSource``, ...) is used as is;
 * a directory holding ``_delta_log`` is a Delta table (:class:`~petastream.delta.DeltaSource`: one
@@ -17,7 +19,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 from petastream.errors import (
@@ -26,8 +27,8 @@ from petastream.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
-from petastream.mds.storage import Location, resolve
 from petastream.source import Source, is_source
+from petastream.storage.location import Location, resolve
 
 __all__ = ["resolve_source", "detect_format"]
 
@@ -77,22 +78,24 @@ def _ends_with_magic(loc: Location, name: str) -> bool:
 
 
 def resolve_source(url_or_source: Any, **options: Any) -> Source:
-    """The :class:`~petastream.source.Source` for ``url_or_source`` (see the module doc)."""
+    """The :class:`~petastream.source.Source` for ``url_or_source`` (see the module doc):
+    the one resolver of "a URL or a source" (loaders, mixtures' streams, compat)."""
     if is_source(url_or_source):
         if options:
             raise InvalidArgumentError(
-                f"options {sorted(options)} apply to a URL, but a source was given ({url_or_source!r}): "
-                "pass them where that source is opened")
+                f"options {sorted(options)} (dataset_options) apply when a URL is opened, but an open "
+                f"source was given ({type(url_or_source).__name__}): open it with those options instead")
         return url_or_source
     storage_options = options.get("storage_options")
     if isinstance(url_or_source, (str, os.PathLike)):
         fmt = detect_format(url_or_source, storage_options)
-    elif isinstance(url_or_source, Sequence) and not isinstance(url_or_source, (bytes, bytearray)):
+    elif isinstance(url_or_source, (list, tuple)) and all(
+            isinstance(u, (str, os.PathLike)) for u in url_or_source):
         fmt = "parquet"  # several locations: Parquet files (an MDS dataset is one directory)
     else:
-        raise InvalidArgumentError(
-            f"expected a path or URL, a list of Parquet paths or URLs, or a petastream Source, got "
-            f"{type(url_or_source).__name__}")
+        raise InvalidArgumentTypeError(
+            f"expected a path or URL (str), a list of Parquet paths or URLs, a list of petastream.Stream "
+            f"(a mixture, in a loader), or a petastream Source, got {_describe(url_or_source)}")
     if fmt == "mds":
         from petastream.mds.dataset import MDSDataset as cls
     elif fmt == "delta":
@@ -105,3 +108,10 @@ def resolve_source(url_or_source: Any, **options: Any) -> Source:
         if "unexpected keyword argument" not in str(e):
             raise
         raise InvalidArgumentTypeError(f"{url_or_source!r} is read as {fmt.upper()}: {e}") from None
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"an empty {type(value).__name__}" if not value else \
+            f"a {type(value).__name__} holding {type(value[0]).__name__}"
+    return type(value).__name__

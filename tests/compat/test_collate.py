@@ -190,6 +190,6 @@ def test_a_queue_smaller_than_a_row_group_mixes_across_the_row_group(tmp_path):
 
 def test_cache_limit_reaches_the_dataset_through_reader_kwargs(url):
     reader = make_batch_reader(url, num_epochs=1, cache_limit="10mb")
-    from petastream.mds.sizes import parse_size
+    from petastream.storage.sizes import parse_size
 
     assert reader.dataset.cache_limit == parse_size("10mb")

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from petastream.compat import make_spark_converter
-from petastream.mds.cache import ShardCache
+from petastream.storage.cache import ShardCache
 
 pytestmark = [pytest.mark.spark, pytest.mark.torch]
 

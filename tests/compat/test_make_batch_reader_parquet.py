@@ -138,7 +138,7 @@ def test_process_pool_reads_the_narrowed_plan(plain):
 def test_local_disk_cache_keeps_decoded_row_groups(plain, tmp_path, monkeypatch):
     # Petastorm's cache_type="local-disk" keeps decoded row groups on disk; here they are
     # entries of the shard cache at cache_location, bounded by cache_size_limit.
-    from petastream.mds.cache import ShardCache
+    from petastream.storage.cache import ShardCache
 
     cache = str(tmp_path / "cache")
     options = dict(cache_type="local-disk", cache_location="file://" + cache, cache_size_limit=1 << 30,

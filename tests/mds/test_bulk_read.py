@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import petastream
+from petastream.columns import gather
+from petastream.columns.ragged import Ragged
 from petastream.errors import CorruptShardError
-from petastream.mds import gather
-from petastream.mds.ndarray import Ragged
 from petastream.mds.writer import write_mds
 from tests.conftest import FIXTURES
 from tests.mds.fixture_values import FIXTURE_NAMES

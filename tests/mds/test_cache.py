@@ -15,9 +15,9 @@ import pytest
 
 import petastream
 from petastream.errors import CacheFullError, CorruptShardError
-from petastream.mds.cache import ShardCache
 from petastream.mds.sources import ShardSources
 from petastream.mds.writer import write_mds
+from petastream.storage.cache import ShardCache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD_ENV = {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), ROOT])}
@@ -141,7 +141,7 @@ def test_four_processes_fetch_each_shard_once_from_s3(recorded_bucket, tmp_path)
 _KILLED = """
 import sys, time
 import petastream
-from petastream.mds.storage import Location
+from petastream.storage.location import Location
 orig = Location.read_bytes
 def slow(self, name):
     if "shard." in name:
@@ -360,7 +360,7 @@ def test_shards_being_read_are_never_evicted(tmp_path):
     reading = ds.shard(0)  # a reader still holds shard 0's map (its arrays may be views of it)
     for s in range(1, ds.num_shards):
         ds.read_shard(s)
-    ds._open.release()  # the dataset lets go of every map it keeps
+    ds.store.release()  # the dataset lets go of every map it keeps
     removed, _ = ds.cache.prune(0)
     assert removed == ds.num_shards - 1 and ds.cache.usage().entries == 1
     assert reading.read_columns()["id"][0] == 0
@@ -388,7 +388,7 @@ def test_prefetch_loads_ahead_on_the_pool_and_reads_wait_for_it(tmp_path, counti
 
 
 def test_fuse_mounted_paths_are_cached_and_can_be_read_in_place(tmp_path, monkeypatch):
-    from petastream.mds.storage import is_remote_mount
+    from petastream.storage.location import is_remote_mount
 
     assert is_remote_mount("/Volumes/main/default/vol/ds") and is_remote_mount("/dbfs/tmp/ds")
     assert not is_remote_mount("/tmp/ds") and not is_remote_mount("/Volumesx/ds")
@@ -461,7 +461,7 @@ def test_zstd_fills_stream_frames_without_size_and_several_frames(tmp_path):
 def test_azure_blob_round_trip_through_the_cache(abfs_container, tmp_path, monkeypatch, hashes):
     import pickle
 
-    from petastream.mds.storage import Location
+    from petastream.storage.location import Location
 
     container, options = abfs_container
     url = f"{container}/datasets/one"

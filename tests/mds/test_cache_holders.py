@@ -13,8 +13,8 @@ import pytest
 
 import petastream
 from petastream.errors import CacheFullError
-from petastream.mds.cache import ShardCache
 from petastream.mds.writer import write_mds
+from petastream.storage.cache import ShardCache
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc"), reason="holders are looked up in /proc"),

@@ -14,8 +14,8 @@ import pytest
 
 import petastream
 from petastream.errors import InvalidArgumentError
-from petastream.mds.announce import MAX_KEYS, Announcements
 from petastream.pipeline import BatchLoader
+from petastream.storage.announce import MAX_KEYS, Announcements
 from petastream.stream import fit_to_cache
 from tests.mds.shared_readers import run_readers
 from tests.mds.test_cache import CHILD_ENV, _write
@@ -59,7 +59,7 @@ def test_free_running_ranks_fetch_each_shard_about_once_per_epoch(recorded_bucke
 
 _ANNOUNCER = """
 import sys
-from petastream.mds.announce import Announcements
+from petastream.storage.announce import Announcements
 Announcements(sys.argv[1]).publish(sys.argv[2:])
 print("announced", flush=True)
 sys.stdin.read()  # lives until killed

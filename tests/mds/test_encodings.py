@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from petastream.columns.ragged import Ragged
 from petastream.errors import EncodingError, FormatError, UnsafeEncodingError
 from petastream.mds.encodings import (
     encode_value,
@@ -17,7 +18,6 @@ from petastream.mds.encodings import (
     get_mds_encodings,
     is_mds_encoding,
 )
-from petastream.mds.ndarray import Ragged
 
 MOSAIC_28 = set(
     "bytes str int ndarray uint8 uint16 uint32 uint64 int8 int16 int32 int64 float16 float32 "

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ragged import Ragged
 from petastream.mds.writer import MDSWriter
 from tests.conftest import FIXTURES
 from tests.mds.fixture_values import load_expected, to_value

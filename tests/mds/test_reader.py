@@ -69,13 +69,13 @@ def test_second_open_reuses_the_shard_cache(mixed, monkeypatch):
     ds = petastream.open(path)
     ds.read(np.arange(len(ds)))
     calls = []
-    orig = petastream.mds.storage.Location.read_bytes
+    orig = petastream.storage.location.Location.read_bytes
 
     def counting(self, name):
         calls.append(name)
         return orig(self, name)
 
-    monkeypatch.setattr(petastream.mds.storage.Location, "read_bytes", counting)
+    monkeypatch.setattr(petastream.storage.location.Location, "read_bytes", counting)
     ds2 = petastream.open(path)
     ds2.read(np.arange(len(ds2)))
     assert calls and not [c for c in calls if ".mds" in c]  # metadata files only, no shard

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from petastream.columns.ragged import Ragged
 from petastream.errors import FormatError
-from petastream.mds.ndarray import Ragged
 from petastream.mds.sidecar import apply_logical, dump_sidecar, logical_dtypes, parse_sidecar
 
 

@@ -10,8 +10,8 @@ import pytest
 import petastream
 from petastream.errors import CorruptShardError, MissingExtraError, StorageError
 from petastream.mds.inspect import verify
-from petastream.mds.storage import is_local_url, resolve
 from petastream.mds.writer import write_mds
+from petastream.storage.location import is_local_url, resolve
 
 DATA = {"id": np.arange(200), "s": np.array([f"v{i}" for i in range(200)], dtype=object)}
 

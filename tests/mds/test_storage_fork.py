@@ -1,4 +1,4 @@
-"""A remote :class:`~petastream.mds.storage.Location` used in a forked child process.
+"""A remote :class:`~petastream.storage.location.Location` used in a forked child process.
 
 fsspec's async filesystems (s3, gcs, abfs, http) run on an event-loop thread of the process
 that made them and refuse use from a forked child ("This class is not fork-safe"); a Location,
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.mds.storage import resolve
 from petastream.mds.writer import write_mds
+from petastream.storage.location import resolve
 from tests.servers import local_server
 
 # Every test here needs the cloud filesystems (s3fs, gcsfs, adlfs, fsspec's http: the 'cloud'

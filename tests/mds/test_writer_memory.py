@@ -12,7 +12,7 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import os, sys, tempfile
     import numpy as np, pyarrow as pa
-    import petastream.mds.encodings, petastream.mds.storage
+    import petastream.mds.encodings, petastream.storage.location
     from petastream.mds.writer import write_mds
     pa.array([b"x"])  # libraries loaded before the baseline
     n = 100_000

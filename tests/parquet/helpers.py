@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ragged import Ragged
 
 
 def table(n: int, start: int = 0) -> Any:

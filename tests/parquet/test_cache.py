@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from petastream.errors import CorruptShardError
-from petastream.mds.cache import ShardCache
 from petastream.parquet import open_parquet
+from petastream.storage.cache import ShardCache
 from tests.parquet.conftest import N
 from tests.parquet.helpers import assert_same, write_files
 

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from petastream.errors import CorruptShardError, InvalidArgumentError
-from petastream.mds.cache import ShardCache
 from petastream.parquet import open_parquet
+from petastream.storage.cache import ShardCache
 from tests.parquet.conftest import N
 from tests.parquet.helpers import assert_same, write_files
 
@@ -154,7 +154,7 @@ def test_local_row_groups_stay_decoded_across_passes_within_memory_limit(pq_dir,
 
 
 def test_cache_backed_row_groups_are_let_go_at_the_end_of_a_pass(pq_dir, tmp_path):
-    from petastream.mds.pins import is_pinned
+    from petastream.storage.pins import is_pinned
 
     cache_dir = str(tmp_path / "cache")
     src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from petastream.columns.ragged import Ragged
 from petastream.errors import CorruptShardError, InvalidArgumentError
-from petastream.mds.ndarray import Ragged
 from petastream.parquet import ParquetSource, open_parquet
 from petastream.source import is_source
 from petastream.stream.grouping import group_by_shard

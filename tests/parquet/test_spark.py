@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from petastream.mds.columns import take_columns
+from petastream.columns.ops import take_columns
 from petastream.mds.dataset import MDSDataset
 from petastream.parquet import open_parquet
 from tests.parquet.helpers import assert_same

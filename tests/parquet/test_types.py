@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from petastream.columns.ragged import Ragged
 from petastream.errors import EncodingError
 from petastream.mds.dataset import MDSDataset
-from petastream.mds.ndarray import Ragged
 from petastream.mds.writer import write_mds
 from petastream.parquet import open_parquet
 from petastream.spark import NullValuesError, UnsupportedColumnError

@@ -85,9 +85,9 @@ def test_the_arrow_source_is_read_by_every_adapter_unchanged():
 def test_a_loader_takes_a_url_or_a_source_and_nothing_else(url):
     from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-    with pytest.raises(InvalidArgumentTypeError, match="a dataset URL or path .*, or a petastream Source, got int"):
+    with pytest.raises(InvalidArgumentTypeError, match="expected a path or URL .*, or a petastream Source, got int"):
         BatchLoader(42, 10)
-    with pytest.raises(InvalidArgumentError, match="dataset_options=.*open it with those options instead"):
+    with pytest.raises(InvalidArgumentError, match=r"options \[.*\] \(dataset_options\) apply when a URL is opened.*open it with those options instead"):
         BatchLoader(arrow_source({"id": np.arange(3)}, [3]), 2, dataset_options={"cache_limit": 10})
 
 

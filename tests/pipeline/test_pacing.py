@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import petastream
-from petastream.mds.announce import Announcements
 from petastream.pipeline import BatchLoader
 from petastream.pipeline.pacing import Pacer, plan_key
+from petastream.storage.announce import Announcements
 from petastream.stream import StreamPlanner
 from tests.mds.test_cache import CHILD_ENV, _write
 
@@ -108,7 +108,7 @@ def test_plan_key_is_the_same_on_every_rank_and_differs_by_order():
 
 _PUBLISHER = """
 import sys
-from petastream.mds.announce import Announcements
+from petastream.storage.announce import Announcements
 Announcements(sys.argv[1]).publish_position("plan-a", 7)
 print("published", flush=True)
 sys.stdin.read()  # lives until killed

@@ -15,8 +15,8 @@ import time
 import pytest
 
 import petastream as ps
-from petastream.mds.storage import resolve
 from petastream.spark import _records, cache, claims, leases
+from petastream.storage.location import resolve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -92,8 +92,8 @@ def drivers(spark, tmp_path):
 def _complete(parent: str) -> list[str]:
     """The complete datasets (directories with index.json) and object-store pointers under
     ``parent``, by name."""
-    from petastream.mds.storage import resolve
     from petastream.spark import _records
+    from petastream.storage.location import resolve
 
     root = resolve(parent)
     names = _records.list_names(root)

@@ -284,7 +284,7 @@ def test_duplicate_column_names_are_an_error(spark, cache_dir):
 
 def test_spark_types_are_recorded_beside_a_mosaic_exact_index(spark, cache_dir):
     from petastream.mds.sidecar import SIDECAR, parse_sidecar
-    from petastream.mds.storage import resolve
+    from petastream.storage.location import resolve
 
     df = spark.createDataFrame([(1, True, [True, False]), (2, False, [False, False])],
                                "id long, b boolean, flags array<boolean>")

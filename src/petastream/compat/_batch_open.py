@@ -17,7 +17,7 @@ from petastream.compat._row_source import warn_if_petastorm_dataset
 from petastream.compat.predicates import PredicateBase
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
-from petastream.mds.storage import resolve
+from petastream.storage.location import resolve
 
 __all__ = ["dataset_root", "open_batch_source", "select_columns", "source_cache_options"]
 

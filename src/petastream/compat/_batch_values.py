@@ -66,7 +66,7 @@ def petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any],
 def as_petastorm_column(column: Any) -> Any:
     """Variable-length arrays (``Ragged``) as Petastorm's batch reader gives them: one 2-D
     array when every row has the same length, else an object array of 1-D arrays."""
-    from petastream.mds.ndarray import Ragged
+    from petastream.columns.ragged import Ragged
 
     if not isinstance(column, Ragged):
         return column

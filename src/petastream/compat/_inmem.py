@@ -20,10 +20,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from petastream.columns.ops import concat_columns, widen_unsigned
+from petastream.columns.ragged import Ragged
 from petastream.compat.errors import stopped_error
 from petastream.compat.reader import ROWS_PER_ITEM
-from petastream.mds.columns import concat_columns, widen_unsigned
-from petastream.mds.ndarray import Ragged
 from petastream.pipeline import BatchLoader
 from petastream.torch import to_torch
 

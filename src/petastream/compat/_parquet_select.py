@@ -20,8 +20,8 @@ import numpy as np
 from petastream.compat.predicates import PredicateBase, predicate_mask
 from petastream.compat.selectors import select_row_groups
 from petastream.errors import InvalidArgumentError
-from petastream.mds.storage import resolve
 from petastream.parquet.plan import Plan, restrict
+from petastream.storage.location import resolve
 
 __all__ = ["narrow_plan"]
 

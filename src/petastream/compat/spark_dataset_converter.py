@@ -53,7 +53,7 @@ from petastream.compat._urls import (
 from petastream.compat._urls import check_parent_cache_dir_url as _check_parent
 from petastream.compat._urls import check_url as _check_url
 from petastream.compat.reader import make_batch_reader
-from petastream.mds.storage import resolve
+from petastream.storage.location import resolve
 
 __all__ = [
     "DEFAULT_ROW_GROUP_SIZE_BYTES", "SparkDatasetConverter", "make_spark_converter",

@@ -32,8 +32,8 @@ from petastream.errors import (
     InvalidArgumentError,
     UnsupportedFeatureError,
 )
-from petastream.mds.storage import Location
 from petastream.parquet.discover import is_delta_table
+from petastream.storage.location import Location
 
 __all__ = ["READER_FEATURES", "DeltaFile", "Snapshot", "UnsupportedFeatureError", "is_delta_table",
            "open_snapshot", "same_file"]

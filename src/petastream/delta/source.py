@@ -32,11 +32,11 @@ import numpy as np
 from petastream.capabilities import Pinned
 from petastream.delta.log import DeltaFile, Snapshot, open_snapshot
 from petastream.errors import DatasetNotFoundError, InvalidArgumentError, StorageError
-from petastream.mds.storage import Location, resolve
 from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import to_expression
 from petastream.parquet.plan import Columns, Plan, make_plan, restrict
 from petastream.parquet.source import ParquetSource
+from petastream.storage.location import Location, resolve
 
 __all__ = ["DeltaSource"]
 

@@ -13,8 +13,8 @@ import os
 import sys
 
 from petastream.errors import PetastreamError
-from petastream.mds.cache import ShardCache, default_cache_root
-from petastream.mds.sizes import CACHE_LIMIT_ENV, cache_limit_setting, human, parse_size
+from petastream.storage.cache import ShardCache, default_cache_root
+from petastream.storage.sizes import CACHE_LIMIT_ENV, cache_limit_setting, human, parse_size
 
 __all__ = ["forget_dataset", "add_cache_arguments", "run_cache"]
 

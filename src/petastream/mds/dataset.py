@@ -6,19 +6,17 @@ merged indexes with sub-directory basenames, empty shards, every compression fam
 Shards are opened as memory maps of their raw (uncompressed) file, so reading never loads
 more than it touches. A local uncompressed shard is mapped where it lies (never copied); a
 compressed, remote or FUSE-mounted one (``/Volumes``, ``/dbfs``) is first brought into the
-node's shard cache (:mod:`petastream.mds.cache`: one fill per shard per node, verified,
+node's shard cache (:mod:`petastream.storage.cache`: one fill per shard per node, verified,
 atomic, bounded by ``cache_limit``) under a key naming its bytes (:mod:`petastream.mds.sources`),
 so neither a repaired nor a rewritten source is shadowed by an old copy, and a second epoch
 reads the cached files. :meth:`MDSDataset.prefetch` loads the shards a loader needs next on a
-bounded pool (:mod:`petastream.mds.readahead`), so decode does not wait on the network or on
+bounded pool (:mod:`petastream.storage.readahead`), so decode does not wait on the network or on
 decompression.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
-import mmap
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -27,19 +25,18 @@ import numpy as np
 
 from petastream.capabilities import CachePeers, Fingerprinted, StringReads
 from petastream.checks import nonnegative_int, positive_int
-from petastream.errors import CorruptShardError, FormatError, OutOfRangeError, UnknownColumnError
-from petastream.mds.announce import Announcements
-from petastream.mds.cache import ShardCache, default_cache_root
+from petastream.errors import FormatError, OutOfRangeError, UnknownColumnError
 from petastream.mds.index_open import open_index
 from petastream.mds.layout import ColumnLayout
-from petastream.mds.readahead import OpenShards
 from petastream.mds.shard import ShardData
+from petastream.mds.shard_files import ShardFiles
 from petastream.mds.shard_table import ShardTable
 from petastream.mds.sidecar import SIDECAR, logical_dtypes, parse_sidecar
-from petastream.mds.sizes import cache_limit_setting
 from petastream.mds.sources import ShardSources
-from petastream.mds.storage import Location, is_remote_mount, resolve
-from petastream.stream.budget import local_readers, reader_shares
+from petastream.storage.announce import Announcements
+from petastream.storage.cache import ShardCache, default_cache_root
+from petastream.storage.location import Location, resolve
+from petastream.storage.shards import ShardStore, open_cache
 
 __all__ = ["MDSDataset", "open", "default_cache_root"]
 
@@ -99,15 +96,12 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         prefetch_workers = positive_int("prefetch_workers", prefetch_workers, "shard loads at once")
         self.url = url.rstrip("/") + (f"/{split}" if split else "")
         self.location: Location = resolve(self.url, storage_options)
-        #: The node's shard cache directory (see :mod:`petastream.mds.cache`).
-        self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_root()))
-        self.cache = ShardCache.at(self.cache_dir)
-        self.cache_limit = cache_limit_setting(cache_limit)
+        cache, self.cache_limit = open_cache(cache_dir, cache_limit)
         try:
             # Indexes (remote ones, and every index's parsed sidecar) go through a cache of
             # their own beside the shards' (same node-wide fill-once rules), so shard
             # accounting and eviction see shards only.
-            opened = open_index(self.location, ShardCache.at(os.path.join(self.cache_dir, "indexes")))
+            opened = open_index(self.location, ShardCache.at(os.path.join(cache.root, "indexes")))
         except FileNotFoundError:
             raise _missing_index(self.location) from None
         #: The shards, in order: a lazy sequence of index.json's shard dicts (built when asked for).
@@ -130,18 +124,17 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         self.shard_sizes = self.shards.samples
         self.shard_offsets = np.zeros(len(self.shards) + 1, dtype=np.int64)
         np.cumsum(self.shard_sizes, out=self.shard_offsets[1:])
-        #: Processes of this node expected to read through the cache at once (torchrun's
-        #: LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them.
-        self.cache_readers = local_readers()
         #: petastream.json's column facts ({} for datasets without one, e.g. Mosaic's).
         self.column_info = self._read_sidecar()
         #: Columns stored as another dtype than they mean, e.g. {"flag": "bool"} for Spark booleans.
         self.logical_dtypes = logical_dtypes(self.column_info)
-        self._in_place_paths: dict[int, str | None] = {}
-        self._all_in_place = self._every_shard_in_place()
-        self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_SHARDS, depth=prefetch_depth,
-                                workers=prefetch_workers, **_shares(self.cache_limit, self.cache_readers))
-        self.cache.protect(self._keys_needed_soon)
+        self.files = ShardFiles(self.sources, self.layout, cache, self.cache_limit)
+        #: The shards in the node's cache: read-ahead, what is loaded, cache peers.
+        self.store = ShardStore(self.files, cache=cache, cache_limit=self.cache_limit, num_shards=len(self.shards),
+                                through_cache=not self.files.all_in_place, depth=prefetch_depth,
+                                workers=prefetch_workers, max_open=_OPEN_SHARDS)
+        #: The node's shard cache (see :mod:`petastream.storage.cache`) and its directory.
+        self.cache, self.cache_dir = cache, cache.root
         #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays), or
         #: ``"ragged"`` (their bytes as ``Ragged`` uint8; see ``ShardData.read_columns``).
         self.strings = "objects"
@@ -159,8 +152,7 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         opened, from that process's environment: right for a Spark task on another machine;
         worker processes of a loader must share its cache.)"""
         url, kwargs = self._init_args
-        kwargs = {**kwargs, "cache_dir": self.cache_dir, "cache_limit": self.cache_limit}
-        return functools.partial(_reopen, url, kwargs, self.fingerprint)
+        return functools.partial(_reopen, url, {**kwargs, **self.store.settings()}, self.fingerprint)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Open shard maps and the lock stay behind: DataLoader workers started with "spawn" and
@@ -174,28 +166,6 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         layout = ColumnLayout.from_shard(self.shards.template_of(0), allow_unsafe=allow_unsafe)
         self.shards.check_common_columns(self.url)
         return layout
-
-    def _in_place(self, i: int) -> str | None:
-        """Shard ``i``'s local path to map directly, or None (through the cache); found once."""
-        try:
-            return self._in_place_paths[i]
-        except KeyError:
-            path = self._in_place_paths[i] = self.sources.in_place(i)
-            return path
-
-    def _every_shard_in_place(self) -> bool:
-        """Whether every shard is read in place, without a call per shard: the location decides
-        for uncompressed shards; compressed ones are in place where their raw file lies beside."""
-        n = len(self.shards)
-        if n == 0:
-            return True
-        if self.sources.read_in_place is False or not self.location.is_local:
-            return False
-        if self.sources.read_in_place is None and is_remote_mount(self.location.path):
-            return False
-        compressed = np.flatnonzero(self.shards.compressed())
-        return all(self._in_place(int(i)) is not None for i in compressed) and \
-            all(self._in_place(i) is not None for i in (0, n - 1))
 
     # -- metadata ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -263,7 +233,7 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         strided columns and scattering them was 23% of the decode thread); others decode each
         shard's columns and scatter them.
         """
-        from petastream.mds.columns import scatter_columns, split_rows
+        from petastream.columns.ops import scatter_columns, split_rows
 
         dtype = self.row_layout()
         if dtype is not None:
@@ -291,24 +261,15 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         for g in groups:
             out[g.positions] = self.shard(g.shard).fixed_rows(g.local_ids)
 
-    # -- shard files -------------------------------------------------------------------------
+    # -- shard files (the store) --------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:
         """Load ``shards`` (the ones the coming reads need, in plan order) ahead of the reader,
         on a bounded pool. Non-blocking; shards open, loading or already asked for are skipped."""
-        n = len(self.shards)
-        wanted = [int(s) for s in shards]
-        bad = [s for s in wanted if not 0 <= s < n]
-        if bad:
-            raise OutOfRangeError(f"shards {bad[:5]} out of range ({n} shards)")
-        self._open.prefetch(wanted)
-        if not self._all_in_place:  # to the other processes on the cache (a file if it changed)
-            self.cache.announce()
+        self.store.prefetch(shards)
 
     def cache_peers(self) -> Announcements | None:
-        """The processes sharing this dataset's bounded cache, through which loaders of one
-        order pace each other (:mod:`petastream.pipeline.pacing`); None without a
-        ``cache_limit`` or when every shard is read in place."""
-        return self.cache.peers if self.cache_limit is not None and not self._all_in_place else None
+        """The processes sharing this dataset's bounded cache (see :meth:`ShardStore.cache_peers`)."""
+        return self.store.cache_peers()
 
     def for_epoch(self, seed: int, epoch: int) -> MDSDataset:
         return self  # an epoch reads the same samples (the Source protocol)
@@ -317,104 +278,41 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
         their file descriptors (loaders call it when an iteration ends). Reading again reopens
         what it needs; arrays a caller still holds keep their own shard mapped."""
-        self._open.close()
-        self._open.release()
-        if not self._all_in_place:
-            self.cache.announce()
+        self.store.close()
 
     def shard(self, i: int) -> ShardData:
         """The open :class:`ShardData` of shard ``i`` (waits for its read-ahead load, or loads
         it now: fetched into the cache, checked, decompressed, if needed)."""
         if not 0 <= i < len(self.shards):
             raise OutOfRangeError(f"shard {i} out of range ({len(self.shards)} shards)")
-        return self._open.get(i)
+        data: ShardData = self.store.get(i)
+        return data
 
     def is_loaded(self, i: int) -> bool:
         """Whether shard ``i`` is mapped now: reading it will not wait for a download."""
-        return self._open.is_open(i)
+        return self.store.is_loaded(i)
 
     def local_raw_path(self, i: int) -> str:
         """Path of shard ``i``'s raw file on local disk (in place, or its cache entry, filled now
         if needed). The path is not pinned: a limited cache may evict it once unmapped."""
         self.shard(i)
-        path = self._in_place(i)
-        return path if path is not None else self.cache.path(self.sources.key(i))
+        return self.files.local_path(i)
 
     def cached_shard_bytes(self) -> np.ndarray:
         """Bytes each shard takes in the shard cache (raw, decompressed); 0 for shards mapped in place."""
-        if self._all_in_place:
-            return np.zeros(len(self.shards), dtype=np.int64)
-        if self.sources.read_in_place is False or not self.location.is_local:
-            return self.shards.raw_bytes.copy()
-        return np.array([0 if self._in_place(i) is not None else self.sources.raw_bytes(i)
-                         for i in range(len(self.shards))], dtype=np.int64)
+        return self.files.cached_bytes()
 
-    def _cost(self, i: int) -> tuple[int, bool]:
-        return self.sources.raw_bytes(i), self._in_place(i) is None
+    @property
+    def cache_readers(self) -> int:
+        """Processes of this node expected to read through the cache at once (torchrun's
+        LOCAL_WORLD_SIZE, else 1): a limited cache is shared out between them."""
+        return self.store.readers
 
     @property
     def reads_in_place(self) -> bool:
         """Whether every shard is mapped where it lies (local, uncompressed): read-ahead has
         nothing to fetch or decompress, at most a hash to check once per process."""
-        return self._all_in_place
-
-    def _cheap(self, i: int) -> bool:
-        path = self._in_place(i)
-        return path is not None and not self.sources.needs_check(i, path)
-
-    def _keys_needed_soon(self) -> list[str]:
-        keys = (self.sources.known_key(i) for i in self._open.needed_soon() if self._in_place(i) is None)
-        return [k for k in keys if k is not None]
-
-    def _load(self, i: int, wait: bool) -> ShardData | None:
-        """Map shard ``i``: in place, or from the cache (filled first if needed). None when
-        ``wait`` is False and the cache has no room now."""
-        meta = self.shards[i]
-        path = self._in_place(i)
-        if path is not None:
-            buf = self._map_in_place(i, path, prefetch=not wait)
-            label = path
-        else:
-            key = self.sources.key(i)
-            buf = self.cache.get(key, self.sources.raw_bytes(i), lambda out: self.sources.fill(i, out),
-                                 limit=self.cache_limit, wait=wait, on_pressure=self._open.release)
-            if buf is None:
-                return None
-            label = f"{self.sources.url(i)} (cached as {self.cache.path(key)})"
-            if len(buf) != meta["raw_data"]["bytes"]:
-                raise CorruptShardError(
-                    f"shard {i} {label}: {len(buf)} bytes, index.json says "
-                    f"{meta['raw_data']['bytes']}; the cache entry was damaged: run "
-                    "`petastream cache prune --all` and read again"
-                )
-        assert self.layout is not None  # shard i exists, so the dataset has a layout
-        return ShardData(buf, self.layout, name=f"{i} {label}", expected_samples=meta["samples"])
-
-    def _map_in_place(self, i: int, path: str, *, prefetch: bool) -> Any:
-        expected = self.sources.raw_bytes(i)
-        try:
-            size = os.path.getsize(path)
-        except FileNotFoundError:
-            raise CorruptShardError(f"shard file {path} listed in index.json is missing") from None
-        if size != expected:
-            raise CorruptShardError(
-                f"shard {i} {path}: {size} bytes on disk, index.json says {expected}; "
-                "the file is truncated or was replaced"
-            )
-        if size == 0:
-            return b""
-        with builtins.open(path, "rb") as f:
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        if prefetch and hasattr(buf, "madvise"):
-            buf.madvise(mmap.MADV_WILLNEED)  # start reading it from disk (or a network mount) now
-        self.sources.verify_in_place(i, path, buf)
-        return buf
-
-
-def _shares(cache_limit: int | None, readers: int) -> dict[str, int | None]:
-    """What this reader may pin of a limited cache (the budget's rule, :func:`reader_shares`)."""
-    cached, ahead = reader_shares(cache_limit, readers)
-    return {"cached_budget": cached, "ahead_budget": ahead}
+        return self.files.all_in_place
 
 
 def _missing_index(loc: Location) -> Exception:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.text import arrow_decode, kind_name, ranges_to_objects
 from petastream.errors import (
     EncodedSizeError,
     EncodingError,
@@ -34,7 +35,6 @@ from petastream.errors import (
     UnknownEncodingError,
     UnsafeEncodingError,
 )
-from petastream.mds.text_columns import arrow_decode, kind_name, ranges_to_objects
 
 __all__ = [
     "Encoding",
@@ -92,7 +92,7 @@ class Encoding:
         bytes are gathered into ``(offsets, data)`` for :meth:`decode_column`; ``str``/``bytes``
         go from the buffer to Python objects through one Arrow take.
         """
-        from petastream.mds.gather import gather_ranges
+        from petastream.columns.gather import gather_ranges
 
         lengths = np.asarray(lengths, dtype=np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)

@@ -16,7 +16,7 @@ from typing import Any
 
 from petastream.errors import FormatError
 from petastream.mds.index_sidecar import INDEX_SIDECAR
-from petastream.mds.storage import Location, resolve
+from petastream.storage.location import Location, resolve
 
 __all__ = ["SHARD_KEYS", "parse_index", "dump_index", "shard_basename", "merge_index", "read_index", "commit_index"]
 

@@ -9,7 +9,7 @@ by any process of the node, maps that file instead. Where::
     <cache_dir>/indexes/v1/data/ix1-<xxh3-128 of index.json>-<its size>
 
 ``cache_dir`` is the dataset's (``$PETASTREAM_CACHE_DIR``, else ``~/.cache/petastream/shards``),
-for local datasets too. The cache (:class:`~petastream.mds.cache.ShardCache`) gives its
+for local datasets too. The cache (:class:`~petastream.storage.cache.ShardCache`) gives its
 rules: one build per key on the node (the other processes wait on the key's lock, then map
 the result), atomic entries, the disk's free-space budget. The key names the index's bytes,
 so a rewritten index.json is a new key (never a stale table), and a cached file is used only
@@ -37,7 +37,6 @@ from typing import Any
 import xxhash
 
 from petastream.errors import CorruptShardError, DatasetNotFoundError
-from petastream.mds.cache import ShardCache
 from petastream.mds.index import parse_index
 from petastream.mds.index_columns import table_from_json
 from petastream.mds.index_sidecar import (
@@ -48,7 +47,8 @@ from petastream.mds.index_sidecar import (
     load_index_sidecar,
 )
 from petastream.mds.shard_table import ShardTable
-from petastream.mds.storage import Location
+from petastream.storage.cache import ShardCache
+from petastream.storage.location import Location
 
 __all__ = ["open_index", "OpenedIndex", "sidecar_key", "parse_shards"]
 

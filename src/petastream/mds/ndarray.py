@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.gather import gather_ranges
+from petastream.columns.ragged import Ragged
 from petastream.errors import EncodingError, UnknownEncodingError
 from petastream.mds.encodings import Encoding, wrong_type
-from petastream.mds.gather import gather_ranges
 from petastream.mds.segments import copy_segments
 
-__all__ = ["NDArray", "Ragged", "DTYPE_CODES", "gather_ranges"]
+__all__ = ["NDArray", "DTYPE_CODES"]
 
 DTYPE_CODES: dict[str, int] = {
     "uint8": 8, "int8": 9,
@@ -250,51 +251,3 @@ def _encode_1d(lengths: np.ndarray, flat: np.ndarray, with_dtype: bool) -> tuple
         np.cumsum(nbytes[:-1], out=src_starts[1:])
         copy_segments(out, vstart, flat.view(np.uint8).reshape(-1), src_starts, nbytes)
     return offsets, out
-
-
-class Ragged:
-    """A column of 1-D arrays of one dtype: ``values`` concatenated, ``offsets[i]:offsets[i+1]``.
-
-    ``column[i]`` is the i-th array (a view); ``to_list()`` gives them all.
-    """
-
-    __slots__ = ("values", "offsets")
-
-    def __init__(self, values: np.ndarray, offsets: np.ndarray):
-        self.values = values
-        self.offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        return self.values[self.offsets[i] : self.offsets[i + 1]]
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def take(self, ids: np.ndarray) -> Ragged:
-        ids = np.asarray(ids, dtype=np.int64)
-        lengths = self.lengths()[ids]
-        starts = self.offsets[ids]
-        values = gather_ranges(self.values.view(np.uint8), starts * self.values.itemsize,
-                         lengths * self.values.itemsize).view(self.values.dtype)
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return Ragged(values, offsets)
-
-    def slice(self, start: int, stop: int) -> Ragged:
-        """Rows ``start:stop`` (``0 <= start <= stop <= len``) as views, without a copy."""
-        offsets = self.offsets[start : stop + 1]
-        return Ragged(self.values[offsets[0] : offsets[-1]], offsets - offsets[0])
-
-    def to_list(self) -> list[np.ndarray]:
-        return [self[i] for i in range(len(self))]
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.values.dtype
-
-    def __repr__(self) -> str:
-        return f"Ragged(n={len(self)}, dtype={self.values.dtype}, values={self.values.size})"
-

@@ -17,7 +17,7 @@ the per-sample length headers are gathered in one call, column start positions f
 cumulative sums and are checked against the sample sizes, fixed columns are gathered as
 ``(n, size)`` byte matrices and viewed as their dtype, and each variable column's ranges go to
 its encoding's ``decode_ranges`` (``str``/``bytes``: one Arrow take, then Python objects), all
-through :mod:`petastream.mds.gather`.
+through :mod:`petastream.columns.gather`.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.gather import gather_rows
+from petastream.columns.ops import split_rows
+from petastream.columns.text import ranges_as_ragged
 from petastream.errors import CorruptShardError, EncodingError, OutOfRangeError, UnknownColumnError
-from petastream.mds.columns import split_rows
-from petastream.mds.gather import gather_rows
 from petastream.mds.layout import ColumnLayout
-from petastream.mds.text_columns import ranges_as_ragged
 
 __all__ = ["build_shard", "shard_parts", "ShardData"]
 
@@ -132,9 +132,9 @@ class ShardData:
 
         Fixed-size columns come back as numpy arrays (a zero-copy view over the shard when
         ``ids`` is None and every column is fixed-size); ``str``/``bytes`` as object arrays
-        (``strings="ragged"``: as :class:`~petastream.mds.ndarray.Ragged` uint8 of their
+        (``strings="ragged"``: as :class:`~petastream.columns.ragged.Ragged` uint8 of their
         bytes, see :func:`~petastream.mds.encodings.ranges_as_ragged`); 1-D numeric
-        ``ndarray`` columns of variable length as :class:`~petastream.mds.ndarray.Ragged`.
+        ``ndarray`` columns of variable length as :class:`~petastream.columns.ragged.Ragged`.
         """
         layout = self.layout
         wanted = list(layout.names) if columns is None else list(columns)
@@ -162,7 +162,7 @@ class ShardData:
     def fixed_rows(self, ids: np.ndarray) -> np.ndarray:
         """Samples ``ids`` of an all-fixed-size layout as packed rows, one opaque ``V<row
         bytes>`` item each: what a read across shards writes into one table
-        (:func:`petastream.mds.columns.split_rows` cuts it into columns). The caller has
+        (:func:`petastream.columns.ops.split_rows` cuts it into columns). The caller has
         checked ``ids`` (the dataset's read does, per dataset)."""
         table = self._fixed_table()
         return table.view(np.dtype((np.void, table.dtype.itemsize)))[ids]

@@ -61,7 +61,7 @@ def logical_dtypes(columns: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
 
 def apply_logical(batch: dict[str, Any], dtypes: Mapping[str, str]) -> dict[str, Any]:
     """View ``batch``'s columns as their logical dtypes (no copy); other columns as they are."""
-    from petastream.mds.ndarray import Ragged
+    from petastream.columns.ragged import Ragged
 
     if not dtypes:
         return batch

@@ -33,7 +33,7 @@ from petastream.errors import CorruptShardError, FormatError
 from petastream.mds import hashing
 from petastream.mds.compression import parse_compression
 from petastream.mds.shard_table import ShardTable
-from petastream.mds.storage import Location, is_remote_mount
+from petastream.storage.location import Location, is_remote_mount
 
 __all__ = ["ShardSources", "HASH_PREFERENCE"]
 

@@ -37,7 +37,7 @@ from petastream.mds.encodings import encode_value
 from petastream.mds.index import commit_index, dump_index, shard_basename
 from petastream.mds.layout import ColumnLayout, parse_size_limit
 from petastream.mds.shard import shard_parts
-from petastream.mds.storage import Location, resolve
+from petastream.storage.location import Location, resolve
 
 __all__ = ["MDSWriter", "write_mds"]
 

@@ -37,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from petastream.capabilities import Composite, Fingerprinted, StringReads, fingerprint_of
+from petastream.columns.ops import scatter_columns, split_rows
 from petastream.errors import InvalidArgumentError, UnknownColumnError
-from petastream.mds.columns import scatter_columns, split_rows
 from petastream.mix.stream import Stream, epoch_counts, largest_remainder
-from petastream.source import PackedRows, Source, is_source, open_source, packed_layout, read_ids
+from petastream.source import PackedRows, Source, is_source, packed_layout, read_ids
+from petastream.sources import resolve_source
 from petastream.stream.grouping import ShardGroup, group_by_shard, shard_offsets
 
-__all__ = ["MixtureSource", "mixture"]
+__all__ = ["MixtureSource", "mixture", "open_source"]
 
 _SELECTION = 3  # spawn-key tag: distinct from the order's RNG streams (see stream/order.py)
 _KEEP = 4  # selections kept per process (a few epochs: workers of consecutive passes overlap)
@@ -344,6 +345,18 @@ def mixture(streams: Sequence[Any], epoch_size: int | None = None,
         raise InvalidArgumentError(
             f"a list given as a loader's dataset must hold petastream.Stream values, got {bad[0]!r}: "
             "wrap each dataset as petastream.Stream(url_or_source, weight=..., repeat=..., choose=...)")
-    sources = [open_source(s.url_or_source, s.dataset_options if s.dataset_options is not None
-                           else (None if is_source(s.url_or_source) else dataset_options)) for s in streams]
+    sources = [resolve_source(s.url_or_source, **dict(s.dataset_options if s.dataset_options is not None
+                                                      else (None if is_source(s.url_or_source) else dataset_options)
+                                                      or {})) for s in streams]
     return MixtureSource(sources, streams, epoch_size)
+
+
+def open_source(dataset: Any, options: Mapping[str, Any] | None = None) -> Source:
+    """The :class:`Source` a loader reads from its ``dataset`` argument: a list of
+    :class:`Stream` is a :class:`MixtureSource` (``options``: how its stream URLs that give
+    none of their own are opened); anything else is what
+    :func:`petastream.sources.resolve_source` resolves (a source as is, else what lies at the
+    URL or URLs, opened with ``options``)."""
+    if isinstance(dataset, (list, tuple)) and any(isinstance(s, Stream) for s in dataset):
+        return mixture(dataset, dataset_options=options)
+    return resolve_source(dataset, **dict(options or {}))

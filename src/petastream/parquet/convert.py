@@ -3,7 +3,7 @@
 A row group is converted once when it is loaded (:func:`prepare`): numbers, booleans (as
 uint8), dates and timestamps (int64 nanoseconds, as the Spark path writes them) and
 fixed-size arrays become numpy arrays; variable-length arrays a
-:class:`~petastream.mds.ndarray.Ragged`; decimals an object array of ``Decimal``;
+:class:`~petastream.columns.ragged.Ragged`; decimals an object array of ``Decimal``;
 ``str``/``bytes`` stay Arrow arrays (:class:`Text`) until a read asks for Python objects (made
 once per row group) or for their bytes and offsets (``strings="ragged"``). Reads then take rows
 with numpy (:func:`take`): no per-row Python work but for the object columns MDS reads as
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.ragged import Ragged
+from petastream.columns.text import binary_as_ragged
 from petastream.errors import EncodingError, InternalError
-from petastream.mds.ndarray import Ragged
-from petastream.mds.text_columns import binary_as_ragged
 from petastream.parquet.types import ColumnSpec
 from petastream.spark import NullValuesError
 

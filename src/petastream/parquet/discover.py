@@ -28,7 +28,7 @@ from petastream.errors import (
     InvalidArgumentTypeError,
     StorageError,
 )
-from petastream.mds.storage import Location, remote_tag, resolve
+from petastream.storage.location import Location, remote_tag, resolve
 
 __all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing", "is_delta_table"]
 

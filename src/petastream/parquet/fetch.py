@@ -5,7 +5,7 @@ A local file is read **in place** (memory-mapped where it lies; its listing tag 
 before each load, so a file rewritten since the source was opened fails loudly instead of
 giving other rows). Remote files, and FUSE mounts of remote storage (``/dbfs``, ``/Volumes``)
 unless ``read_in_place=True``, go through the node's shard cache
-(:class:`petastream.mds.cache.ShardCache`: one fill per entry per node, atomic, bounded by
+(:class:`petastream.storage.cache.ShardCache`: one fill per entry per node, atomic, bounded by
 ``cache_limit``), as one of:
 
 * ``fetch="file"``: the whole file, one entry (one request for files up to 64 MiB, one per
@@ -31,10 +31,10 @@ import weakref
 from typing import Any, BinaryIO
 
 from petastream.errors import CorruptShardError, StorageError
-from petastream.mds.counters import IO
-from petastream.mds.storage import Location, is_remote_mount
 from petastream.parquet.footer import RangeFile, fetcher, footer_digest
 from petastream.parquet.plan import FileInfo, Plan, Unit
+from petastream.storage.counters import IO
+from petastream.storage.location import Location, is_remote_mount
 
 __all__ = ["Placement", "FilePins"]
 

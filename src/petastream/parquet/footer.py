@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from petastream.errors import CorruptShardError, FormatError, StorageError
-from petastream.mds.counters import IO
-from petastream.mds.storage import Location
 from petastream.parquet.discover import ParquetFileRef
+from petastream.storage.counters import IO
+from petastream.storage.location import Location
 
 __all__ = ["Footer", "RangeFile", "read_footers", "fetcher", "footer_digest"]
 

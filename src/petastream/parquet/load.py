@@ -6,7 +6,7 @@ cache: :mod:`~.fetch`) read with pyarrow, its kept rows selected and its columns
 A loaded row group (:class:`Loaded`) holds its fixed-size columns (numbers, booleans, dates,
 timestamps, fixed-size arrays) packed row by row, as an MDS shard stores them: a shuffled read
 gathers each row once rather than once per column, and cuts the columns out of the gathered
-rows (:func:`petastream.mds.columns.split_rows`). Its other columns stay as
+rows (:func:`petastream.columns.ops.split_rows`). Its other columns stay as
 :func:`~.convert.prepare` makes them.
 """
 
@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from petastream.columns.ops import pack_rows
 from petastream.errors import CorruptShardError
-from petastream.mds.cache import ShardCache
-from petastream.mds.columns import pack_rows
-from petastream.mds.sizes import human
 from petastream.parquet import decoded as decoded_cache
 from petastream.parquet.convert import Text, constant, prepare
-from petastream.parquet.fetch import Placement
+from petastream.parquet.fetch import FilePins, Placement
 from petastream.parquet.plan import WHOLE_FILE, Plan, Unit, check_file
+from petastream.storage.cache import ShardCache
+from petastream.storage.shards import ShardStore
+from petastream.storage.sizes import human
 
 __all__ = ["Loaded", "RowGroups", "PACKED_KINDS"]
 
@@ -46,19 +47,20 @@ class Loaded:
 
 
 class RowGroups:
-    """Loads the row groups of ``plan`` (see the module doc).
+    """Loads the row groups of ``plan`` (see the module doc): the units of a
+    :class:`~petastream.storage.shards.ShardStore` (a :class:`~petastream.storage.shards.ShardLoader`).
 
     ``cache_decoded``: True, False, or None for the files read through the cache only.
-    ``on_fill(unit, buf)``: a row group's cached Parquet bytes were mapped (to keep them pinned);
-    ``on_pressure(file)``: the cache is full and a load waits for room.
+    ``strings``: how ``str``/``bytes`` columns are prepared, ``"objects"`` or ``"ragged"``.
     """
 
     def __init__(self, plan: Plan, placement: Placement, cache: ShardCache, cache_limit: int | None,
-                 null_policy: str, cache_decoded: bool | None,
-                 on_fill: Callable[[Unit, Any], None], on_pressure: Callable[[int], None]):
+                 null_policy: str, cache_decoded: bool | None):
         self.plan, self.placement, self.cache = plan, placement, cache
         self.cache_limit, self.null_policy = cache_limit, null_policy
-        self._on_fill, self._on_pressure = on_fill, on_pressure
+        self.strings = "objects"
+        #: Cached files (``fetch="file"``) kept mapped while row groups of theirs are needed soon.
+        self.pins = FilePins()
         self._specs = {s.name: s for s in plan.specs}
         #: How a loaded row group packs its fixed-size columns, and one packed row.
         self.packed_dtype = np.dtype([(s.name, s.dtype, s.shape) for s in plan.specs if s.kind in PACKED_KINDS])
@@ -72,9 +74,29 @@ class RowGroups:
             for u in plan.units]
         self._metadata: dict[int, Any] = {}
         self._warned_room = False
+        #: Whether loaded row groups may map cache entries (not to be held past a pass).
+        self.cache_backed = not placement.all_in_place or any(k is not None for k in self.decoded_keys)
 
-    def load(self, u: int, wait: bool, strings: str) -> Loaded | None:
+    # -- ShardLoader -------------------------------------------------------------------------
+    def cost(self, u: int) -> tuple[int, bool]:
+        return self.plan.units[u].decoded, True  # memory: bounded by memory_limit's budgets
+
+    def inline(self, u: int) -> bool:
+        return False  # a load decodes a row group: never in the asking thread
+
+    def cache_keys(self, units: Sequence[int]) -> list[str]:
+        keys = []
+        for u in units:
+            key = self.decoded_keys[u]
+            if key is not None:
+                keys.append(key)
+            if self.placement.local_path(self.plan.units[u]) is None:
+                keys.append(self.placement.key(self.plan.units[u]))
+        return keys
+
+    def load(self, u: int, wait: bool, store: ShardStore) -> Loaded | None:
         """Row group ``u``, loaded (None: ``wait`` False and no cache room for its bytes)."""
+        strings = self.strings
         unit = self.plan.units[u]
         where = self.plan.files[unit.file].ref.url + (f", row group {unit.row_group}" if unit.row_group != WHOLE_FILE
                                                        else "")
@@ -84,7 +106,7 @@ class RowGroups:
             stored = [c for c in self._others if c in self.plan.read_columns]
             packed, table = decoded_cache.decode(self.cache.path(key), buf, unit.rows, self.row_item, stored, where)
             return Loaded(packed, self._prepare(unit, table, self._others, where, strings))
-        found, table = self._decode(unit, wait, where)
+        found, table = self._decode(unit, wait, where, store)
         if not found:
             return None
         cols = self._prepare(unit, table, self._fixed + self._others, where, strings)
@@ -132,7 +154,7 @@ class RowGroups:
 
         self.cache.get(key, size, fill, limit=limit, wait=False)
 
-    def _decode(self, unit: Unit, wait: bool, where: str) -> tuple[bool, Any]:
+    def _decode(self, unit: Unit, wait: bool, where: str, store: ShardStore) -> tuple[bool, Any]:
         """``(False, None)`` when ``wait`` is False and the cache has no room for ``unit``'s
         bytes; else ``(True, its decoded table)`` (None when only partition columns are read)."""
         import pyarrow as pa
@@ -146,16 +168,28 @@ class RowGroups:
             size = self.placement.entry_bytes(unit)
             buf = self.cache.get(self.placement.key(unit), size, functools.partial(self.placement.fill, unit),
                                  limit=self.cache_limit, wait=wait,
-                                 on_pressure=functools.partial(self._on_pressure, unit.file))
+                                 on_pressure=functools.partial(self._pressure, store, unit.file))
             if buf is None:
                 return False, None
-            self._on_fill(unit, buf)
+            self._pin(unit, buf, store)
             if len(buf) != size:
                 raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
                                         "run `petastream cache prune --all` and read again")
             source = self.placement.source(unit, buf)
             footer = self.placement.footer(unit, buf)
         return True, self._read_row_group(unit, source, footer, where)
+
+    def _pin(self, unit: Unit, buf: Any, store: ShardStore) -> None:
+        """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
+        the files no row group needed soon is in (``fetch="file"`` only: see FilePins)."""
+        if self.plan.fetch == "file":
+            units = self.plan.units
+            self.pins.keep(unit.file, buf, {units[u].file for u in store.needed_soon()})
+
+    def _pressure(self, store: ShardStore, keep: int) -> None:
+        """The cache is full and a read waits for room: unmap what this source can."""
+        store.release()
+        self.pins.drop(keep)
 
     def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
         import pyarrow as pa

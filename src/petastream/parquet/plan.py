@@ -30,12 +30,12 @@ import numpy as np
 
 from petastream.checks import optional_positive_int
 from petastream.errors import FormatError, InvalidArgumentError
-from petastream.mds.storage import Location
 from petastream.parquet.convert import NullValuesError
 from petastream.parquet.discover import Discovery, ParquetFileRef, listing
 from petastream.parquet.filters import partition_expression, select
 from petastream.parquet.footer import Footer, RangeFile, fetcher, read_footer
 from petastream.parquet.types import ColumnSpec, column_specs, nullable_spec, spec_for
+from petastream.storage.location import Location
 
 __all__ = ["Columns", "FileInfo", "Unit", "Plan", "make_plan", "restrict", "check_unchanged", "check_file",
            "FETCH_MODES", "WHOLE_FILE", "FOOTERLESS_FILE_BYTES"]

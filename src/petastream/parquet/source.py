@@ -12,7 +12,7 @@ loaded. Loaded row groups are held (least recently used first
 out) within ``memory_limit``; the read-ahead the loaders announce (:meth:`prefetch`) loads the
 coming row groups on a small thread pool (pyarrow's decoding releases the GIL), with
 downloads into the shard cache for remote files, through
-:class:`petastream.mds.readahead.OpenShards` as an MDS dataset does.
+:class:`petastream.storage.shards.ShardStore` as an MDS dataset does.
 
 Decoded row groups (``cache_decoded``, :mod:`~.decoded`): the first read of a row group can
 store its decoded columns in the shard cache as an Arrow IPC file, which later epochs, ranks
@@ -36,24 +36,23 @@ import numpy as np
 
 from petastream.capabilities import CachePeers, Fingerprinted, ParquetPlanned, StringReads
 from petastream.checks import nonnegative_int, positive_int
+from petastream.columns.ops import scatter_columns, split_rows
 from petastream.errors import (
     InvalidArgumentError,
     OutOfRangeError,
     UnknownColumnError,
 )
-from petastream.mds.announce import Announcements
-from petastream.mds.cache import ShardCache, default_cache_root
-from petastream.mds.columns import scatter_columns, split_rows
-from petastream.mds.readahead import OpenShards
-from petastream.mds.sizes import cache_limit_setting, parse_size
-from petastream.mds.storage import Location, resolve
 from petastream.parquet import decoded as decoded_cache
 from petastream.parquet.convert import NULL_POLICIES, empty, take
 from petastream.parquet.discover import discover
-from petastream.parquet.fetch import FilePins, Placement
+from petastream.parquet.fetch import Placement
 from petastream.parquet.filters import to_expression
-from petastream.parquet.load import Loaded, RowGroups
-from petastream.parquet.plan import Columns, Plan, Unit, check_unchanged, make_plan
+from petastream.parquet.load import RowGroups
+from petastream.parquet.plan import Columns, Plan, check_unchanged, make_plan
+from petastream.storage.announce import Announcements
+from petastream.storage.location import Location, resolve
+from petastream.storage.shards import ShardStore, open_cache
+from petastream.storage.sizes import parse_size
 
 __all__ = ["ParquetSource"]
 
@@ -179,15 +178,11 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         decoded = kwargs["cache_decoded"]
         if decoded not in (None, True, False):
             raise InvalidArgumentError(f"cache_decoded={decoded!r}: use True, False or None (remote files only)")
-        #: The node's shard cache directory (remote files; see :mod:`petastream.mds.cache`).
-        self.cache_dir = os.path.abspath(os.path.expanduser(kwargs["cache_dir"] or default_cache_root()))
-        self.cache = ShardCache.at(self.cache_dir)
-        self.cache_limit = cache_limit_setting(kwargs["cache_limit"])
-        self.row_groups = RowGroups(plan, self.placement, self.cache, self.cache_limit, self.null_policy, decoded,
-                                    on_fill=self._pin, on_pressure=self._pressure)
+        cache, self.cache_limit = open_cache(kwargs["cache_dir"], kwargs["cache_limit"])
+        #: The node's shard cache (remote files; see :mod:`petastream.storage.cache`) and its directory.
+        self.cache, self.cache_dir = cache, cache.root
+        self.row_groups = RowGroups(plan, self.placement, cache, self.cache_limit, self.null_policy, decoded)
         self._packed_dtype, self._row_item = self.row_groups.packed_dtype, self.row_groups.row_item
-        #: Whether loaded row groups may map cache entries (not to be held past a pass).
-        self._cache_backed = not self.placement.all_in_place or any(k is not None for k in self.row_groups.decoded_keys)
         self._specs = {s.name: s for s in plan.specs}
         #: Columns stored as another dtype than they mean: booleans, read as uint8, view as bool.
         self.logical_dtypes = {s.name: s.logical for s in plan.specs if s.logical}
@@ -195,15 +190,24 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         largest = max((u.decoded for u in plan.units), default=0)
         self.memory_limit = (parse_size(limit, what="memory_limit") if limit is not None
                              else max(_MIN_MEMORY, 4 * largest))
-        self._open = OpenShards(self._load, self._cost, self._cheap, max_open=_OPEN_UNITS,
-                                depth=kwargs["prefetch_depth"], workers=kwargs["prefetch_workers"],
-                                cached_budget=self.memory_limit // 2, ahead_budget=self.memory_limit // 2)
-        self.cache.protect(self._keys_needed_soon)
-        self._pins = FilePins()
+        #: The row groups in memory and the node's cache: read-ahead, what is loaded, cache peers.
+        self.store = ShardStore(self.row_groups, cache=cache, cache_limit=self.cache_limit,
+                                num_shards=self.num_shards, units=plan.shard_unit,
+                                through_cache=self.row_groups.cache_backed, depth=kwargs["prefetch_depth"],
+                                workers=kwargs["prefetch_workers"], max_open=_OPEN_UNITS,
+                                budgets=(self.memory_limit // 2, self.memory_limit // 2),
+                                release_on_close=self.row_groups.cache_backed)
         self._cached_bytes = self._shard_cache_bytes()
-        #: How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
-        #: ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``.
-        self.strings = "objects"
+
+    @property
+    def strings(self) -> str:
+        """How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
+        ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``."""
+        return self.row_groups.strings
+
+    @strings.setter
+    def strings(self, value: str) -> None:
+        self.row_groups.strings = value
 
     # -- pickling ----------------------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:
@@ -217,8 +221,7 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     def reopener(self) -> Callable[[], ParquetSource]:
         """What reopens this source in another process of this node, with this process's cache
         directory and limit (see :meth:`petastream.mds.dataset.MDSDataset.reopener`)."""
-        return functools.partial(_restore, self.plan, {**self._kwargs, "cache_dir": self.cache_dir,
-                                                       "cache_limit": self.cache_limit})
+        return functools.partial(_restore, self.plan, {**self._kwargs, **self.store.settings()})
 
     # -- metadata ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -289,7 +292,7 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
             if len(ids) and (ids.min() < 0 or ids.max() >= size):
                 raise OutOfRangeError(f"row ids out of range for shard {shard} of {size} rows")
             rows = ids + start
-        loaded = self._open.get(int(self.plan.shard_unit[shard]))
+        loaded = self.store.get(int(self.plan.shard_unit[shard]))
         fixed = [c for c in wanted if c not in loaded.columns]
         out = {}
         if fixed:
@@ -346,23 +349,17 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
         """Each group's rows as packed rows at ``out[g.positions]`` (see :meth:`row_layout`)."""
         for g in groups:
-            loaded = self._open.get(int(self.plan.shard_unit[g.shard]))
+            loaded = self.store.get(int(self.plan.shard_unit[g.shard]))
             out[g.positions] = loaded.packed[np.asarray(g.local_ids, dtype=np.int64) + self.plan.shard_start[g.shard]]
 
-    # -- loading row groups ------------------------------------------------------------------
+    # -- loading row groups (the store) --------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:
         """Load the row groups of ``shards`` (plan order) ahead of the reader; non-blocking."""
-        n = self.num_shards
-        wanted = [int(s) for s in shards]
-        bad = [s for s in wanted if not 0 <= s < n]
-        if bad:
-            raise OutOfRangeError(f"shards {bad[:5]} out of range ({n} shards)")
-        units = self.plan.shard_unit
-        self._open.prefetch(list(dict.fromkeys(int(units[s]) for s in wanted)))
+        self.store.prefetch(shards)
 
     def is_loaded(self, shard: int) -> bool:
         """Whether ``shard``'s row group is loaded: reading it now will not wait."""
-        return self._open.is_open(int(self.plan.shard_unit[shard]))
+        return self.store.is_loaded(shard)
 
     def cached_shard_bytes(self) -> np.ndarray:
         """Bytes of the shard cache each shard accounts for (0 for local files read in place):
@@ -371,10 +368,8 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         return self._cached_bytes.copy()
 
     def cache_peers(self) -> Announcements | None:
-        """The processes sharing this source's bounded cache, through which loaders of one
-        order pace each other (:mod:`petastream.pipeline.pacing`); None without a
-        ``cache_limit`` or when nothing is read through the cache."""
-        return self.cache.peers if self.cache_limit is not None and self._cache_backed else None
+        """The processes sharing this source's bounded cache (see :meth:`ShardStore.cache_peers`)."""
+        return self.store.cache_peers()
 
     def close(self) -> None:
         """End of a pass: drop the queued read-ahead and the cached files kept mapped, and the
@@ -382,22 +377,8 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         Row groups decoded from local files read in place stay loaded within ``memory_limit``
         (least recently used out), as any recently read ones do: the next epoch of a table
         that fits decodes nothing again."""
-        self._open.close()
-        if self._cache_backed:
-            self._open.release()
-        self._pins.drop()
-
-    def _pin(self, unit: Unit, buf: Any) -> None:
-        """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
-        the files no row group needed soon is in (``fetch="file"`` only: see FilePins)."""
-        if self.plan.fetch == "file":
-            units = self.plan.units
-            self._pins.keep(unit.file, buf, {units[u].file for u in self._open.needed_soon()})
-
-    def _pressure(self, keep: int) -> None:
-        """The cache is full and a read waits for room: unmap what this source can."""
-        self._open.release()
-        self._pins.drop(keep)
+        self.store.close()
+        self.row_groups.pins.drop()
 
     def _shard_cache_bytes(self) -> np.ndarray:
         """Each shard's share of the cache entry it is read from (see cached_shard_bytes): an
@@ -424,22 +405,3 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
                 unit = plan.units[u]
                 out[s] += decoded_cache.entry_size_estimate(unit) * int(plan.shard_sizes[s]) // max(1, unit.rows)
         return out
-
-    def _cost(self, u: int) -> tuple[int, bool]:
-        return self.plan.units[u].decoded, True  # memory: bounded by memory_limit's budgets
-
-    def _load(self, u: int, wait: bool) -> Loaded | None:
-        return self.row_groups.load(u, wait, self.strings)
-
-    def _cheap(self, u: int) -> bool:
-        return False  # a load decodes a row group: never in the asking thread
-
-    def _keys_needed_soon(self) -> list[str]:
-        units, keys = self.plan.units, []
-        for u in self._open.needed_soon():
-            key = self.row_groups.decoded_keys[u]
-            if key is not None:
-                keys.append(key)
-            if self.placement.local_path(units[u]) is None:
-                keys.append(self.placement.key(units[u]))
-        return keys

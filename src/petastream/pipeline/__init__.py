@@ -2,7 +2,10 @@
 
 A loader is ``(source, planner, work, executor, stages)``; each piece has its own module::
 
-    Source (petastream.source)       what is read: an MDS dataset, Parquet, an Arrow table
+    Source (petastream.source)       what is read: an MDS dataset, Parquet, an Arrow table; opened
+                                       by petastream.mix.open_source / petastream.sources
+      over the I/O layer (storage/)  locations, the node's shard cache, a source's ShardStore
+                                       (read-ahead, what is loaded, cache peers)
     StreamPlanner (stream/)          order, epochs, position; state_dict
     LoaderBudget (stream/budget.py)  what a bounded cache allows: window, chunk, read-ahead
     EpochDriver (driver.py)          what iter() means; num_epochs; supersession; errors

@@ -64,7 +64,7 @@ def chunk_shards(chunk: Any) -> list[int]:
 
 
 def slice_columns(block: dict[str, Any], start: int, stop: int) -> dict[str, Any]:
-    from petastream.mds.ndarray import Ragged
+    from petastream.columns.ragged import Ragged
 
     return {name: (col.slice(start, stop) if isinstance(col, Ragged) else col[start:stop])
             for name, col in block.items()}

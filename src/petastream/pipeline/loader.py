@@ -26,6 +26,7 @@ from typing import Any
 
 from petastream.capabilities import CachePeers, Composite, Pinned
 from petastream.errors import InvalidArgumentError
+from petastream.mix.source import open_source
 from petastream.pipeline.driver import EpochDriver, PassRun
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.onerror import ErrorPolicy, OnError, SkipLedger
@@ -34,7 +35,7 @@ from petastream.pipeline.stateful import gather_states, restore_states
 from petastream.pipeline.stats import LoaderStats, ReportRun, StatsRun
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.pipeline.work import PassWork
-from petastream.source import Source, is_source, open_source
+from petastream.source import Source, is_source
 from petastream.stream import CacheFit, EpochPlan, StreamPlanner
 from petastream.stream.budget import LoaderBudget, local_readers, refit_advice
 

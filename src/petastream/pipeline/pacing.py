@@ -7,7 +7,7 @@ When they run free (ranks that do not synchronise every step, jobs reading the s
 reader far ahead fills the cache with shards the slow ones reach only after they have been
 evicted, and each is downloaded again: up to 13.75x the ideal GETs measured with four free
 ranks on one node. Eviction that spares every reader's announced read-ahead
-(:mod:`petastream.mds.announce`) cannot help: what a fast reader passed and a slow one has not
+(:mod:`petastream.storage.announce`) cannot help: what a fast reader passed and a slow one has not
 reached is announced by nobody. Only keeping them together can, so a reader that gets more than
 ``lead`` windows ahead of the slowest live reader of its order waits for it.
 

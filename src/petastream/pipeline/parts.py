@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.ragged import Ragged
 from petastream.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     PetastreamError,
     PipelineError,
 )
-from petastream.mds.ndarray import Ragged
 from petastream.pipeline.procpool.arena import Strings
 
 __all__ = ["DENSE", "RAGGED", "STRING", "UNIFORM", "ColumnParts", "FlatParts", "NonUniformArrayError"]

@@ -13,7 +13,7 @@ Two sources, both cheap (a few clock reads per batch, nothing per row):
   handing a batch out and being asked for the next one (the loop's own work: ready batches
   wait for it then); :class:`ReportRun` (innermost) takes the reports off the items.
 
-Cache and storage figures are this process's (:mod:`petastream.mds.counters`) since the loader
+Cache and storage figures are this process's (:mod:`petastream.storage.counters`) since the loader
 started, plus those its worker processes report.
 """
 
@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from petastream.mds.counters import FIELDS, IO
 from petastream.pipeline.onerror import BadSample, SkipLedger
+from petastream.storage.counters import FIELDS, IO
 
 __all__ = ["LoaderStats", "Reported", "ReportRun", "StatsRun", "WorkerMeter", "WorkerReport"]
 

@@ -13,12 +13,12 @@ from typing import Any
 
 from petastream.mds.index import commit_index, dump_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
-from petastream.mds.storage import resolve
 from petastream.spark import cache, claims, leases
 from petastream.spark._interpreter import tasks_on_driver_python
 from petastream.spark._outcome import Retry, check_agreement, check_task_errors, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
 from petastream.spark.schema import ColumnPlan, apply_fill, with_length
+from petastream.storage.location import resolve
 
 __all__ = ["sweep", "write_attempt"]
 

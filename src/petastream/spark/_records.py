@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from petastream.mds.storage import Location
+from petastream.storage.location import Location
 
 __all__ = ["HEARTBEAT_S", "TTL_S", "Owner", "me", "alive", "encode", "list_names", "read",
            "write", "create", "remove", "exists", "heartbeat", "HOST"]

@@ -184,7 +184,7 @@ class _StopFlag:
 
     def _location(self) -> Any:
         if self.location is None:
-            from petastream.mds.storage import resolve
+            from petastream.storage.location import resolve
 
             self.location = resolve(self.url, self.storage_options)
         return self.location

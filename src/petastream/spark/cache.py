@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from petastream.errors import StorageError
-from petastream.mds.storage import Location, resolve
+from petastream.storage.location import Location, resolve
 
 __all__ = ["PARENT_CONF", "PETASTORM_PARENT_CONF", "content_key", "find_complete", "publish",
            "attempt_url", "final_url", "delete_dataset", "register_atexit", "unregister_atexit",

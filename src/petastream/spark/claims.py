@@ -36,9 +36,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from petastream.mds.storage import Location, resolve
 from petastream.spark import _records
 from petastream.spark._records import encode, me
+from petastream.storage.location import Location, resolve
 
 __all__ = ["claim", "waiters", "CLAIM_DIR", "WAIT_TIMEOUT_S", "POLL_S", "SETTLE_S"]
 

@@ -34,10 +34,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from petastream.mds.storage import Location, resolve
 from petastream.spark import _records
 from petastream.spark._records import encode, me
 from petastream.spark.cache import delete_dataset  # now: at exit its imports would fail
+from petastream.storage.location import Location, resolve
 
 __all__ = ["acquire", "rebind", "forget", "release", "set_exit_action", "held", "kept", "users",
            "LEASE_DIR"]

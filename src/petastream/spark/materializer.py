@@ -40,7 +40,6 @@ from petastream.errors import ConfigurationError, FormatError, InvalidArgumentEr
 from petastream.mds.compression import parse_compression
 from petastream.mds.hashing import DEFAULT_HASHES
 from petastream.mds.index import read_index
-from petastream.mds.storage import is_remote_mount, local_path, resolve
 from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._attempt import write_attempt
@@ -53,6 +52,7 @@ from petastream.spark.schema import (
     null_error,
     prepare,
 )
+from petastream.storage.location import is_remote_mount, local_path, resolve
 
 __all__ = ["materialize", "MaterializedDataset", "default_compression", "parent_cache_dir"]
 

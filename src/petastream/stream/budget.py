@@ -21,7 +21,7 @@ the same, and the order stays a pure function of its arguments):
 
 Readers sharing one cache (the ranks of a node, each at its own pace) each get an equal share
 of the limit (``readers``): the shards one reader's windows hold must not evict another's, and
-eviction spares what every reader announced (:mod:`petastream.mds.announce`) only if the
+eviction spares what every reader announced (:mod:`petastream.storage.announce`) only if the
 announced sets fit together.
 
 :func:`reach` then bounds a loader's chunks and read-ahead so that its positions in use (the

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from petastream.columns.ops import widen_unsigned
+from petastream.columns.ragged import Ragged
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.mds.columns import widen_unsigned
-from petastream.mds.ndarray import Ragged
 from petastream.mds.sidecar import apply_logical
 from petastream.pipeline.parts import (
     DENSE,

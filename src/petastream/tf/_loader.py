@@ -12,6 +12,7 @@ from typing import Any
 import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
+from petastream.mix.source import open_source
 from petastream.pipeline import BatchLoader, PassWork
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.loader import checked_columns, checked_workers
@@ -19,7 +20,7 @@ from petastream.pipeline.onerror import ErrorPolicy, OnError
 from petastream.pipeline.parts import RAGGED, STRING, ColumnParts, FlatParts
 from petastream.pipeline.procpool import AutoExecutor, ProcessExecutor, processes_fit
 from petastream.pipeline.threads import ThreadExecutor
-from petastream.source import Source, open_source
+from petastream.source import Source
 from petastream.tf._columns import ColumnPlan, plan_columns
 from petastream.tf._source import groupable, groups_supported
 

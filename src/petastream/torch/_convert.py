@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from petastream.mds.columns import widen_unsigned
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ops import widen_unsigned
+from petastream.columns.ragged import Ragged
 
 __all__ = ["to_torch", "to_tensors", "to_pinned_tensors", "pinning_for"]
 

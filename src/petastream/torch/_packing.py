@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from petastream.mds.columns import widen_unsigned
+from petastream.columns.ops import widen_unsigned
 from petastream.torch._convert import to_tensors
 
 __all__ = ["Packed", "pack", "pack_from", "numeric_nbytes", "pinned_block", "to_device", "PIN_MIN_BYTES"]

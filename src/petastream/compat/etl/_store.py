@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from petastream.errors import InvalidArgumentTypeError
-from petastream.mds.storage import Location, resolve
+from petastream.storage.location import Location, resolve
 
 __all__ = ["Location", "RowGroupPiece", "locate", "list_pieces", "read_key_value_metadata", "row_groups_per_file",
            "footer", "open_file", "write_common_metadata", "partition_keys", "pieces_from_counts", "json_counts",

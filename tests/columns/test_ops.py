@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from petastream.mds.columns import scatter_columns
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ops import scatter_columns
+from petastream.columns.ragged import Ragged
 
 
 def _ragged(arrays):
@@ -61,7 +61,7 @@ def test_ragged_slice_is_a_view():
 
 
 def test_pack_rows_is_the_inverse_of_split_rows():
-    from petastream.mds.columns import pack_rows, split_rows
+    from petastream.columns.ops import pack_rows, split_rows
 
     rng = np.random.default_rng(1)
     for n in (0, 1, 37):

@@ -25,7 +25,7 @@ temporary file, which never reads as an entry and is removed by the next evictio
 stripe lock is free). No ``fsync``: a power loss may leave a renamed file with lost pages;
 sizes are checked on every open, contents when filled.
 
-Pins (:mod:`petastream.mds.pins`). A mapped entry is "being read": eviction never deletes it.
+Pins (:mod:`petastream.storage.pins`). A mapped entry is "being read": eviction never deletes it.
 
 Bounded size. Before a fill, under ``evict.lock``, the cache counts its files (temporary ones
 at their full size: a fill truncates its file to the final size at once, which makes it a
@@ -54,11 +54,11 @@ from typing import Any, BinaryIO
 from filelock import FileLock, Timeout
 
 from petastream.errors import CacheFullError, CorruptShardError, StorageError
-from petastream.mds._holders import describe_holders, pin_holders
-from petastream.mds.announce import Announcements
-from petastream.mds.counters import IO
-from petastream.mds.pins import evict, is_pinned, map_pinned, open_pinned
-from petastream.mds.sizes import human
+from petastream.storage._holders import describe_holders, pin_holders
+from petastream.storage.announce import Announcements
+from petastream.storage.counters import IO
+from petastream.storage.pins import evict, is_pinned, map_pinned, open_pinned
+from petastream.storage.sizes import human
 
 __all__ = ["ShardCache", "CacheUsage", "default_cache_root", "open_pinned"]
 

@@ -1,6 +1,6 @@
 """``str``/``bytes`` columns of MDS shards decoded in bulk through Arrow: byte ranges (or
 offsets and data) to object arrays of ``bytes``/``str`` (UTF-8 checked), or to
-:class:`~petastream.mds.ndarray.Ragged` uint8 for consumers that cut the values themselves.
+:class:`~petastream.columns.ragged.Ragged` uint8 for consumers that cut the values themselves.
 The encode side, which needs the encoding registry, is in :mod:`petastream.mds.encodings`."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def ranges_to_objects(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     """Byte ranges of a shard -> object array of ``bytes`` or ``str``: values of one length
     through one gather of whole rows; others through zero-copy Arrow views where this pyarrow
     has them, else through one Arrow take."""
-    from petastream.mds.gather import gather_ranges_arrow, gather_ranges_views
+    from petastream.columns.gather import gather_ranges_arrow, gather_ranges_views
 
     lengths = np.asarray(lengths, dtype=np.int64)
     same = len(lengths) > 0 and lengths.min() == lengths.max()
@@ -48,13 +48,13 @@ def ranges_to_objects(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarra
 
 
 def ranges_as_ragged(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, utf8: bool) -> Any:
-    """Byte ranges of a shard -> :class:`~petastream.mds.ndarray.Ragged` uint8 (the values back
+    """Byte ranges of a shard -> :class:`~petastream.columns.ragged.Ragged` uint8 (the values back
     to back, and their offsets): a ``str``/``bytes`` column with no Python object per value,
     for consumers that cut the values apart themselves (TensorFlow, from worker processes).
     ``utf8``: checked as ``str`` columns are when decoded to objects."""
     import pyarrow as pa
 
-    from petastream.mds.gather import gather_ranges_arrow
+    from petastream.columns.gather import gather_ranges_arrow
 
     arr = gather_ranges_arrow(buffer, starts, lengths)  # large_binary: int64 offsets
     if utf8:
@@ -67,8 +67,8 @@ def ranges_as_ragged(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 
 def binary_as_ragged(arr: Any) -> Any:
     """A ``large_binary`` (or ``large_string``) Arrow array's values as
-    :class:`~petastream.mds.ndarray.Ragged` uint8: views of its buffers, no copy."""
-    from petastream.mds.ndarray import Ragged
+    :class:`~petastream.columns.ragged.Ragged` uint8: views of its buffers, no copy."""
+    from petastream.columns.ragged import Ragged
 
     _, off_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64, count=len(arr) + 1, offset=8 * arr.offset)

@@ -7,15 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from petastream.errors import EncodingError
-from petastream.mds import gather
-from petastream.mds.encodings import get_encoding
-from petastream.mds.gather import (
+from petastream.columns import gather
+from petastream.columns.gather import (
     gather_ranges,
     gather_ranges_arrow,
     gather_ranges_views,
     gather_rows,
 )
+from petastream.errors import EncodingError
+from petastream.mds.encodings import get_encoding
 
 
 def _reference(data: np.ndarray, starts, lengths) -> bytes:
@@ -209,7 +209,7 @@ def test_generic_encodings_decode_ranges_through_the_per_sample_path():
 
 
 def test_positions_sort_like_argsort():
-    from petastream.mds.gather import _argsort_positions
+    from petastream.columns.gather import _argsort_positions
 
     rng = np.random.default_rng(3)
     for high in (1 << 10, 1 << 20, (1 << 32) - 1, 1 << 40):  # one digit, two, the edge, fallback
@@ -219,7 +219,7 @@ def test_positions_sort_like_argsort():
 
 
 def test_ranges_as_ragged_give_the_values_bytes_and_check_utf8():
-    from petastream.mds.text_columns import ranges_as_ragged
+    from petastream.columns.text import ranges_as_ragged
 
     buf = np.frombuffer("héllo, wörld".encode() + b"\xff\xfe", dtype=np.uint8)
     starts, lengths = np.array([7, 0, 5, 0]), np.array([6, 6, 0, 1])  # any order, empty, repeats
@@ -233,8 +233,8 @@ def test_ranges_as_ragged_give_the_values_bytes_and_check_utf8():
 
 
 def test_a_dataset_reads_strings_as_ragged_bytes_on_request(tmp_path):
+    from petastream.columns.ragged import Ragged
     from petastream.mds.dataset import MDSDataset
-    from petastream.mds.ndarray import Ragged
     from petastream.mds.writer import write_mds
 
     n = 300

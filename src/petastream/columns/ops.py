@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from petastream.mds.ndarray import Ragged
+from petastream.columns.ragged import Ragged
 
 __all__ = ["concat_columns", "take_columns", "scatter_columns", "split_rows", "num_rows", "WIDEN_UNSIGNED",
            "widen_unsigned"]

@@ -20,7 +20,7 @@ import uuid
 from typing import Any
 
 from petastream.errors import MissingExtraError, StorageError
-from petastream.mds.counters import IO
+from petastream.storage.counters import IO
 
 __all__ = ["Location", "resolve", "is_local_url", "local_path", "is_remote_mount", "remote_tag", "REMOTE_MOUNTS_ENV"]
 

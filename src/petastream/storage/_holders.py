@@ -1,7 +1,7 @@
 """Which processes pin shard-cache entries (Linux ``/proc``; nothing elsewhere).
 
 A pin is a shared ``flock`` on an entry that lives as long as a mapping of it (see
-:mod:`petastream.mds.cache`); the kernel drops it when the last process holding the mapping
+:mod:`petastream.storage.cache`); the kernel drops it when the last process holding the mapping
 goes, so a pin never outlives its holders and there is nothing to reclaim from a dead one. What
 a full cache can do is name them: a ``CacheFullError`` that says "pid 4242 (alive)" points at
 the leftover worker of a killed job.

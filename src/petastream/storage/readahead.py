@@ -34,7 +34,7 @@ from petastream.errors import StateError
 
 __all__ = ["OpenShards"]
 
-log = logging.getLogger("petastream.mds")
+log = logging.getLogger("petastream.storage")
 
 _STALE_REQUESTS = 16
 _LIVE: weakref.WeakSet[OpenShards] = weakref.WeakSet()

@@ -43,7 +43,7 @@ def parse_size(value: int | str, *, what: str = "size") -> int:
 
 def cache_limit_setting(value: int | str | None) -> int | None:
     """The cache limit an argument asks for, else ``$PETASTREAM_CACHE_LIMIT``, else None (the
-    cache then only keeps the disk from filling up; see :mod:`petastream.mds.cache`)."""
+    cache then only keeps the disk from filling up; see :mod:`petastream.storage.cache`)."""
     if value is None:
         value = os.environ.get(CACHE_LIMIT_ENV) or None
         if value is None:
