@@ -14,12 +14,12 @@ from petastream.capabilities import (
     CachePeers,
     Composite,
     Fingerprinted,
-    ParquetPlanned,
     Pinned,
     StringReads,
     fingerprint_of,
 )
 from petastream.parquet import open_parquet
+from petastream.parquet.source import ParquetPlanned
 from petastream.pipeline import BatchLoader
 from petastream.pipeline.loader import source_snapshot
 from petastream.pipeline.pacing import plan_key

@@ -18,9 +18,10 @@ capability        what it means                                       who has it
 ``Pinned``        reads one snapshot of a changing table, and         DeltaSource
                   reopens at another (a resumed ``state_dict``'s)
 ``Composite``     made of other sources (a mixture's streams)         MixtureSource
-``ParquetPlanned`` Parquet columns with their Arrow types (dates,     ParquetSource (DeltaSource)
-                  timestamps the compat readers convert back)
 ================  ==================================================  ===============================
+
+A capability of one format's sources lives with that format, so that this module imports no
+format (``petastream.parquet.source.ParquetPlanned``: Parquet columns with their Arrow types).
 
 Data members are annotated, not properties, where a source sets them as plain attributes (a
 protocol's property is inherited by a class that declares it, and would refuse the assignment).
@@ -32,10 +33,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from petastream.parquet.plan import Plan
     from petastream.source import Source
 
-__all__ = ["CachePeers", "Composite", "Fingerprinted", "ParquetPlanned", "Peers", "Pinned", "StringReads",
+__all__ = ["CachePeers", "Composite", "Fingerprinted", "Peers", "Pinned", "StringReads",
            "fingerprint_of"]
 
 
@@ -102,14 +102,6 @@ class Composite(Protocol):
     def component_sources(self) -> Sequence[Source]:
         """The sources it is made of, in order."""
         ...
-
-
-@runtime_checkable
-class ParquetPlanned(Protocol):
-    """Parquet columns with their Arrow types (:class:`petastream.parquet.plan.Plan`): the compat
-    readers give dates and timestamps back as Petastorm did, from the stored unit."""
-
-    plan: Plan
 
 
 def fingerprint_of(source: Any) -> str:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from petastream.capabilities import ParquetPlanned
 from petastream.compat.transform import TransformSpec, transform_batch
+from petastream.parquet.source import ParquetPlanned
 
 __all__ = ["as_petastorm_column", "as_petastorm_temporal", "petastorm_batch", "temporal_units"]
 

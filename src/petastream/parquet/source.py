@@ -30,11 +30,11 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from petastream.capabilities import CachePeers, Fingerprinted, ParquetPlanned, StringReads
+from petastream.capabilities import CachePeers, Fingerprinted, StringReads
 from petastream.checks import nonnegative_int, positive_int
 from petastream.columns.ops import scatter_columns, split_rows
 from petastream.errors import (
@@ -54,7 +54,7 @@ from petastream.storage.location import Location, resolve
 from petastream.storage.shards import ShardStore, open_cache
 from petastream.storage.sizes import parse_size
 
-__all__ = ["ParquetSource"]
+__all__ = ["ParquetPlanned", "ParquetSource"]
 
 _OPEN_UNITS = 64  # loaded row groups kept at most (besides the memory bound)
 _MIN_MEMORY = 1 << 30  # default memory_limit: this, or four of the largest row groups
@@ -78,6 +78,16 @@ def _plan_roots(plan: Plan, url_or_urls: Any, storage_options: dict | None,
     roots = [resolve(u, storage_options) for u in plan.root_urls]
     check_unchanged(plan, roots)
     return roots
+
+
+@runtime_checkable
+class ParquetPlanned(Protocol):
+    """A source with Parquet columns and their Arrow types (a :class:`Plan`: ParquetSource, and
+    so DeltaSource): the compat readers give dates and timestamps back as Petastorm did, from
+    the stored unit (a capability of this format's sources, beside those of
+    :mod:`petastream.capabilities`)."""
+
+    plan: Plan
 
 
 class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # petastream.capabilities
