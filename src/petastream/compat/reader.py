@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from petastream.compat._batch_values import as_petastorm_column, petastorm_batch, temporal_units
-from petastream.compat._checks import check_num_epochs
+from petastream.compat._checks import check_num_epochs, refuse_row_selection
 from petastream.compat._row_cache import (
     LocalDiskCache,
     NullCache,
@@ -59,6 +59,7 @@ from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
 from petastream.mds.storage import resolve
+from petastream.source import is_source
 
 __all__ = ["make_batch_reader", "make_reader", "Reader", "dataset_root", "stopped_error"]
 
@@ -200,8 +201,10 @@ class Reader:
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
                  cache: NullCache | None = None, drop_partitions: int = 1,
-                 pending_error: ValueError | None = None):
+                 pending_error: ValueError | None = None, casts: dict[str, str] | None = None):
         self.dataset = dataset
+        #: ``{column: numpy dtype}`` cast in each batch before the TransformSpec (see make_batch_reader).
+        self.casts = dict(casts or {})
         #: Raised at the first read (a predicate's bad fields, as Petastorm raises them).
         self.pending_error = pending_error
         self.drop_partitions = int(drop_partitions or 1)
@@ -288,7 +291,7 @@ class Reader:
         spec = self.transform_spec
         if isinstance(self.dataset, MDSDataset):  # as the converter always read it
             return functools.partial(transform_batch, spec) if spec else None
-        return functools.partial(petastorm_batch, spec)
+        return functools.partial(petastorm_batch, spec, casts=self.casts or None)
 
     # -- Petastorm's Reader interface: an iterator of batches, safe to call from several threads --
     def __iter__(self) -> Reader:
@@ -329,7 +332,8 @@ class Reader:
         kwargs = self.loader_kwargs(ROWS_PER_ITEM)
         units = temporal_units(self.dataset)
         if units:  # Parquet dates and timestamps as Petastorm's batch reader yields them
-            kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units)
+            kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units,
+                                                    casts=self.casts or None)
         for batch in BatchLoader(self.dataset, **kwargs):
             yield self.Row(**{k: as_petastorm_column(v) for k, v in batch.items()})
 
@@ -402,7 +406,8 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
                       hdfs_driver: str = "libhdfs3", transform_spec: TransformSpec | None = None,
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
-                      cache_limit: int | str | None = None, null_policy: str = "petastorm") -> Reader:
+                      cache_limit: int | str | None = None, null_policy: str = "petastorm",
+                      casts: dict[str, str] | None = None) -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs, or
     their Parquet files, or a mixture: a list of ``petastream.Stream`` (each epoch the streams'
     shares exactly once, ``cur_shard``/``shard_count`` splitting it as ranks; see
@@ -418,8 +423,13 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     ``null_policy`` (petastream's, Parquet only): ``"petastorm"`` (default: nulls as Petastorm's
     batch reader gives them through pandas: NaN, integer columns holding nulls as float64,
     None, ``'None'`` for strings, NaT; see :mod:`petastream.parquet.convert`), ``"error"`` (a
-    column with nulls is an error naming it) or ``"fill"`` (0, NaN, '', b'')."""
-    if isinstance(dataset_url_or_urls, str) or not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
+    column with nulls is an error naming it) or ``"fill"`` (0, NaN, '', b'').
+
+    An open :class:`petastream.source.Source` (the converter's direct read of a table) is read as
+    given, sharded as an MDS dataset; ``casts`` (``{column: numpy dtype}``) casts those columns
+    in each batch before the ``TransformSpec`` (the converter's ``dtype`` there)."""
+    given_source = is_source(dataset_url_or_urls)
+    if not given_source and not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):  # a str too
         normalize_dir_url(dataset_url_or_urls)  # Petastorm's ValueError (IndexError for '')
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
@@ -444,16 +454,19 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     cache = _local_disk(cache_type, cache_location, cache_size_limit, cache_limit)
     dataset: Any
     pending: ValueError | None = None
-    root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
-    if _is_mixture(dataset_url_or_urls):
+    mixed = _is_mixture(dataset_url_or_urls)
+    root = None if given_source or mixed else _mds_root(dataset_url_or_urls, storage_options)
+    if given_source:
+        refuse_row_selection("an open source", "pass them when opening it", predicate=predicate,
+                             rowgroup_selector=rowgroup_selector, filters=filters)
+        dataset = dataset_url_or_urls
+    elif mixed:
         dataset = _open_mixture(dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters,
                                 predicate=predicate, rowgroup_selector=rowgroup_selector)
     elif root is not None:
-        for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
-            if value is not None:
-                raise InvalidArgumentError(
-                    f"{name} is not supported on an MDS dataset (what make_spark_converter writes); filter the "
-                    "DataFrame before make_spark_converter (df.filter(...)) instead")
+        refuse_row_selection("an MDS dataset (what make_spark_converter writes)",
+                             "filter the DataFrame before make_spark_converter (df.filter(...)) instead",
+                             predicate=predicate, rowgroup_selector=rowgroup_selector, filters=filters)
         # An MDS dataset needs no decoding cache: its shards are read in place, or cached as they are.
         dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
                              cache_limit=cache["cache_limit"])
@@ -483,5 +496,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
-        drop_partitions=shuffle_row_drop_partitions, pending_error=pending,
+        drop_partitions=shuffle_row_drop_partitions, pending_error=pending, casts=casts,
     )
