@@ -173,10 +173,12 @@ def _split_order(files: tuple[str, ...]) -> tuple[str, ...]:
     from petastream.mds.storage import resolve
     from petastream.parquet.discover import listing
 
-    sizes = []
+    sizes, listings = [], {}
     for url in files:
-        loc = resolve(url)
-        sizes.append(listing(loc, single=True)(loc.path)[0])
+        parent = url.rstrip("/").rsplit("/", 1)[0]
+        if parent not in listings:  # one listing per directory on an object store (a stat locally)
+            listings[parent] = listing(resolve(parent))
+        sizes.append(listings[parent](resolve(url).path)[0])
     return tuple(f for _, f in sorted(zip(sizes, files), key=lambda p: (-p[0], p[1])))
 
 
