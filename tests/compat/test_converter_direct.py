@@ -214,6 +214,8 @@ def test_a_delta_table_on_connect_is_read_at_its_pinned_version(spark_connect, c
     write_deltalake(path, rows(500, 600), mode="append")  # after creation: not served
     ids = sorted(int(i) for b in _torch(conv) for i in b["id"])
     assert ids == deltalake_ids(path, v2) and len(ids) == len(conv) == 497
+    copy = pickle.loads(pickle.dumps(conv))  # a worker's copy opens the same version again
+    assert sorted(int(i) for b in _torch(copy) for i in b["id"]) == ids
     old = sdc.make_spark_converter(spark_connect.read.format("delta").option("versionAsOf", 0).load(path)
                                    .where(F.col("label") == 1).select("id", "x"))
     assert not old.materialized and len(old) == 100
