@@ -276,8 +276,10 @@ def test_get_spark_session_safe_check(spark):
 def test_make_spark_convert_from_saved_df_path(spark, converter_env, tmp_path):
     path = str(tmp_path / "saved")
     spark.range(100, 110).write.parquet("file:" + path)
-    conv = make_spark_converter(path)  # a Parquet directory: converted to MDS
-    assert len(conv) == 10
+    direct = make_spark_converter(path)  # a Parquet directory: read in place (issue #35)
+    assert len(direct) == 10 and not direct.materialized and direct.cache_dir_url is None
+    conv = make_spark_converter(path, materialize=True)  # converted to MDS
+    assert len(conv) == 10 and conv.materialized
     again = make_spark_converter(conv.cache_dir_url)  # an MDS directory: used as is
     assert again.cache_dir_url == conv.cache_dir_url and len(again) == 10
 
@@ -336,7 +338,7 @@ def test_keep_cache_conf_lets_a_new_session_reuse_the_dataset(spark, converter_e
         spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
         spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, {converter_env!r})
         spark.conf.set("petastream.spark.converter.keepCacheAtExit", "true")
-        conv = make_spark_converter(spark.read.parquet({"file:" + source!r}))
+        conv = make_spark_converter(spark.read.parquet({"file:" + source!r}), materialize=True)
         open({str(out)!r}, "w").write(conv.cache_dir_url)
     """)
     subprocess.run([sys.executable, "-c", script], check=True, timeout=180)
@@ -347,4 +349,4 @@ def test_keep_cache_conf_lets_a_new_session_reuse_the_dataset(spark, converter_e
     again = materialize(spark.read.parquet("file:" + source), converter_env, size_limit=sdc.DEFAULT_ROW_GROUP_SIZE_BYTES,
                         compression=None)  # what compat writes on a local disk
     assert again.reused and again.url == url
-    assert make_spark_converter(spark.read.parquet("file:" + source)).cache_dir_url == url
+    assert make_spark_converter(spark.read.parquet("file:" + source), materialize=True).cache_dir_url == url

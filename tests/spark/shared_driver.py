@@ -114,7 +114,7 @@ def main() -> None:
         spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, a.parent)
         writes = _Writes()
         logging.getLogger("petastream.compat").addHandler(writes)
-        conv = make_spark_converter(df)
+        conv = make_spark_converter(df, materialize=True)  # a plain scan would be read in place (#35)
         url, created = conv.cache_dir_url, writes.created
 
         def read() -> list[int]:

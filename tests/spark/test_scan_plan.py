@@ -91,3 +91,27 @@ def test_anything_else_is_not_recognised_with_its_reason(request, files, mode):
         verdict = recognise(frame)
         assert verdict.scan is None, (reason, verdict)
         assert any(r.lower() in verdict.reason.lower() for r in reason.split("|")), (reason, verdict.reason)
+
+
+def test_a_connect_delta_read_is_recognised_from_the_client_plan_alone(spark_connect, tmp_path):
+    pytest.importorskip("deltalake")
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "x": [0.5, 1.5, 2.5]}))
+    write_deltalake(path, pa.table({"id": pa.array([4], pa.int64()), "x": [3.5]}), mode="append")
+    F = _functions("connect")
+
+    def read():  # a fresh reader each time: a DataFrameReader keeps the options set on it
+        return spark_connect.read.format("delta")
+
+    latest = recognise(read().load(path).select("id"))
+    assert latest.scan is not None and latest.scan.format == "delta" and latest.scan.version == 1, latest
+    assert latest.scan.columns == ("id",) and "at version 1" in latest.reason
+    assert recognise(read().option("versionAsOf", 0).load(path)).scan.version == 0
+    refused = {"time zone": read().option("timestampAsOf", "2024-01-01 00:00:00").load(path),
+               "options": read().option("mergeSchema", "true").load(path),
+               "NaN": read().load(path).where(F.col("x") > 1.0)}
+    for reason, frame in refused.items():
+        verdict = recognise(frame)
+        assert verdict.scan is None and reason in verdict.reason, (reason, verdict.reason)

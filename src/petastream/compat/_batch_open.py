@@ -12,11 +12,13 @@ import os
 import re
 from typing import Any
 
+from petastream.compat._checks import refuse_row_selection
 from petastream.compat._row_cache import local_path
 from petastream.compat._row_source import warn_if_petastorm_dataset
 from petastream.compat.predicates import PredicateBase
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
+from petastream.source import is_source
 from petastream.storage.location import resolve
 
 __all__ = ["dataset_root", "open_batch_source", "select_columns", "source_cache_options"]
@@ -149,16 +151,18 @@ def open_batch_source(dataset_url_or_urls: Any, *, storage_options: dict | None,
     row groups (Parquet: ``cur_shard``/``shard_count`` are spent; else they split it as ranks)."""
     dataset: Any
     pending: ValueError | None = None
+    if is_source(dataset_url_or_urls):  # the converter's direct read of a table, opened by it
+        refuse_row_selection("an open source", "pass them when opening it", predicate=predicate,
+                             rowgroup_selector=rowgroup_selector, filters=filters)
+        return dataset_url_or_urls, None, False
     root = None if _is_mixture(dataset_url_or_urls) else _mds_root(dataset_url_or_urls, storage_options)
     if _is_mixture(dataset_url_or_urls):
         dataset = _open_mixture(dataset_url_or_urls, storage_options=storage_options, cache=cache, filters=filters,
                                 predicate=predicate, rowgroup_selector=rowgroup_selector)
     elif root is not None:
-        for name, value in (("predicate", predicate), ("rowgroup_selector", rowgroup_selector), ("filters", filters)):
-            if value is not None:
-                raise InvalidArgumentError(
-                    f"{name} is not supported on an MDS dataset (what make_spark_converter writes); filter the "
-                    "DataFrame before make_spark_converter (df.filter(...)) instead")
+        refuse_row_selection("an MDS dataset (what make_spark_converter writes)",
+                             "filter the DataFrame before make_spark_converter (df.filter(...)) instead",
+                             predicate=predicate, rowgroup_selector=rowgroup_selector, filters=filters)
         # An MDS dataset needs no decoding cache: its shards are read in place, or cached as they are.
         dataset = MDSDataset(root, storage_options=storage_options, cache_dir=cache.get("cache_dir"),
                              cache_limit=cache["cache_limit"])

@@ -21,7 +21,7 @@ import numpy as np
 from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.parquet.source import ParquetPlanned
 
-__all__ = ["as_petastorm_column", "as_petastorm_temporal", "petastorm_batch", "temporal_units"]
+__all__ = ["as_petastorm_column", "as_petastorm_temporal", "cast_columns", "petastorm_batch", "temporal_units"]
 
 _TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)\b")
 
@@ -55,8 +55,26 @@ def as_petastorm_temporal(batch: dict[str, Any], units: dict[str, str]) -> dict[
     return out
 
 
+def cast_columns(batch: dict[str, Any], casts: dict[str, str]) -> dict[str, Any]:
+    """The batch with the columns of ``casts`` (``{column: numpy dtype}``) cast, arrays of
+    numbers (``Ragged``) by their values: the converter's ``dtype`` on a table it reads directly
+    (double -> float32 for ``'float32'``), as the materialized path casts them in Spark."""
+    from petastream.columns.ragged import Ragged
+
+    out = dict(batch)
+    for name, dtype in casts.items():
+        value = out.get(name)
+        if isinstance(value, Ragged):
+            out[name] = Ragged(value.values.astype(dtype, copy=False), value.offsets)
+        elif isinstance(value, np.ndarray):
+            out[name] = value.astype(dtype, copy=False)
+    return out
+
+
 def petastorm_batch(spec: TransformSpec | None, batch: dict[str, Any],
-                    temporal: dict[str, str] | None = None) -> dict[str, Any]:
+                    temporal: dict[str, str] | None = None, casts: dict[str, str] | None = None) -> dict[str, Any]:
+    if casts:  # before the spec: its function sees what the materialized path would serve
+        batch = cast_columns(batch, casts)
     batch = {k: as_petastorm_column(v) for k, v in batch.items()}
     if temporal:  # the reader's own batches: dates and timestamps as Petastorm's (before the spec, as its)
         batch = as_petastorm_temporal(batch, temporal)

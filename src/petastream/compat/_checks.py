@@ -25,7 +25,7 @@ from typing import Any
 from petastream.checks import int_at_least, is_int
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["check_torch_arguments", "check_tf_arguments", "check_num_epochs"]
+__all__ = ["check_torch_arguments", "check_tf_arguments", "check_num_epochs", "refuse_row_selection"]
 
 
 def _int_at_least(where: str, name: str, value: Any, low: int, what: str, fix: str) -> None:
@@ -80,3 +80,11 @@ def check_tf_arguments(batch_size: Any, prefetch: Any, num_epochs: Any, workers_
         _int_at_least(where, "shuffling_queue_capacity", shuffling_queue_capacity, 0,
                       "rows in the shuffle buffer; 0 or None: no shuffling",
                       "pass None or 0 for no shuffling, or the number of rows to shuffle over")
+
+
+def refuse_row_selection(what: str, fix: str, **selections: Any) -> None:
+    """``predicate``/``rowgroup_selector``/``filters`` where rows are chosen before reading
+    (an MDS dataset, an open source): each given one an error saying where it belongs."""
+    for name, value in selections.items():
+        if value is not None:
+            raise InvalidArgumentError(f"{name} is not supported on {what}; {fix}")

@@ -62,6 +62,7 @@ from petastream.compat.transform import TransformSpec, transform_batch
 from petastream.errors import InvalidArgumentError
 from petastream.mds.dataset import MDSDataset
 from petastream.pipeline.onerror import ErrorPolicy, OnError
+from petastream.source import is_source
 
 __all__ = ["make_batch_reader", "make_reader", "Reader", "dataset_root", "stopped_error"]
 
@@ -87,8 +88,11 @@ class Reader:
                  seed: int, num_epochs: int | None, rank: int, world_size: int, workers: int,
                  transform_spec: TransformSpec | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
                  cache: NullCache | None = None, drop_partitions: int = 1,
-                 pending_error: ValueError | None = None, on_error: OnError = "raise"):
+                 pending_error: ValueError | None = None, on_error: OnError = "raise",
+                 casts: dict[str, str] | None = None):
         self.dataset = dataset
+        #: ``{column: numpy dtype}`` cast in each batch before the TransformSpec (see make_batch_reader).
+        self.casts = dict(casts or {})
         #: What a row that fails to decode or transform does (see :func:`make_batch_reader`).
         self.on_error = ErrorPolicy(on_error).on_error
         self._loader: Any = None  # the BatchLoader of this reader's own pass (its stats)
@@ -178,7 +182,7 @@ class Reader:
         spec = self.transform_spec
         if isinstance(self.dataset, MDSDataset):  # as the converter always read it
             return functools.partial(transform_batch, spec) if spec else None
-        return functools.partial(petastorm_batch, spec)
+        return functools.partial(petastorm_batch, spec, casts=self.casts or None)
 
     # -- Petastorm's Reader interface: an iterator of batches, safe to call from several threads --
     def __iter__(self) -> Reader:
@@ -219,7 +223,8 @@ class Reader:
         kwargs = self.loader_kwargs(ROWS_PER_ITEM)
         units = temporal_units(self.dataset)
         if units:  # Parquet dates and timestamps as Petastorm's batch reader yields them
-            kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units)
+            kwargs["transform"] = functools.partial(petastorm_batch, self.transform_spec, temporal=units,
+                                                    casts=self.casts or None)
         self._loader = BatchLoader(self.dataset, **kwargs)
         for batch in self._loader:
             yield self.Row(**{k: as_petastorm_column(v) for k, v in batch.items()})
@@ -301,7 +306,7 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
                       filters: Any = None, storage_options: dict | None = None, zmq_copy_buffers: bool = True,
                       filesystem: Any = None, convert_early_to_numpy: bool = False,
                       cache_limit: int | str | None = None, null_policy: str = "petastorm",
-                      on_error: OnError = "raise") -> Reader:
+                      on_error: OnError = "raise", casts: dict[str, str] | None = None) -> Reader:
     """Petastorm's signature and defaults; reads the MDS dataset at (or behind) the URLs, or
     their Parquet files, or a mixture: a list of ``petastream.Stream`` (each epoch the streams'
     shares exactly once, ``cur_shard``/``shard_count`` splitting it as ranks; see
@@ -325,9 +330,13 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
     column), ``"skip"`` (left out, counted in :meth:`Reader.stats` / the loader's ``stats()``,
     logged), ``"warn"`` (and each error logged), or ``fn(BadSample) -> bool`` (True: skip).
     The converter's ``make_torch_dataloader`` / ``make_tf_dataset`` pass it through
-    (``on_error=`` among their Petastorm reader arguments)."""
+    (``on_error=`` among their Petastorm reader arguments).
+
+    An open :class:`petastream.source.Source` (the converter's direct read of a table) is read as
+    given, sharded as an MDS dataset; ``casts`` (``{column: numpy dtype}``) casts those columns
+    in each batch before the ``TransformSpec`` (the converter's ``dtype`` there)."""
     policy = ErrorPolicy(on_error)  # checked before anything is opened
-    if isinstance(dataset_url_or_urls, str) or not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
+    if not is_source(dataset_url_or_urls) and not isinstance(dataset_url_or_urls, (os.PathLike, list, tuple)):
         normalize_dir_url(dataset_url_or_urls)  # Petastorm's ValueError (IndexError for '')
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
@@ -368,5 +377,5 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
-        drop_partitions=shuffle_row_drop_partitions, pending_error=pending, on_error=policy.on_error,
+        drop_partitions=shuffle_row_drop_partitions, pending_error=pending, on_error=policy.on_error, casts=casts,
     )

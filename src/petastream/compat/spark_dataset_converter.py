@@ -21,8 +21,16 @@ Where petastream differs, on purpose:
   others wait for the first and reuse its dataset), and at exit or on ``delete()`` a dataset
   is deleted only when no other live process holds a lease on it (see
   :mod:`petastream.spark.leases`); the delete handler is then called as in Petastorm.
-* ``df`` given as a path: an MDS directory (ours or Mosaic-written) is used as is; a Parquet
-  directory is converted to MDS under the cache directory.
+* A DataFrame that is a plain scan of Parquet files or of a Delta table (columns selected,
+  column filters) is read in place, nothing written, where that serves what the materialized
+  path would (:mod:`petastream.compat._direct`; docs/delta.md, "The converter's choice"):
+  ``converter.materialized`` and ``converter.reason`` say which and why; ``file_urls`` then
+  lists the files read, ``cache_dir_url`` is None and ``delete()`` deletes nothing.
+  ``materialize=True`` (or the Spark conf ``petastream.spark.converter.materialize=always``)
+  materializes every DataFrame.
+* ``df`` given as a path: an MDS directory (ours or Mosaic-written) is used as is; a Delta
+  table (a directory holding ``_delta_log``) is read in place; a Parquet directory is read as
+  ``spark.read.parquet(path)`` would be.
 * ``make_torch_dataloader`` / ``make_tf_dataset`` check their arguments when called (see
   :mod:`petastream.compat._checks`): values Petastorm ran on silently wrong (``batch_size=0``,
   ``workers_count=-2``, ``shuffling_queue_capacity=-5``) raise ``InvalidArgumentError``.
@@ -42,6 +50,19 @@ from types import TracebackType
 from typing import Any
 
 from petastream.compat._checks import check_tf_arguments, check_torch_arguments
+from petastream.compat._df_helpers import check_dtype as _check_dtype
+from petastream.compat._df_helpers import convert_precision as _convert_precision
+from petastream.compat._df_helpers import convert_vector as _convert_vector
+from petastream.compat._df_helpers import gen_cache_dir_name as _gen_cache_dir_name
+from petastream.compat._df_helpers import get_df_plan as _get_df_plan
+from petastream.compat._df_helpers import vector_to_array
+from petastream.compat._direct import (
+    MATERIALIZE_CONF,
+    DirectRead,
+    choose,
+    choose_table,
+    must_materialize,
+)
 from petastream.compat._horovod import check_rank_and_size_consistent_with_horovod as _check_hvd
 from petastream.compat._horovod import get_horovod_rank_and_size as _get_horovod_rank_and_size
 from petastream.compat._urls import (
@@ -75,6 +96,8 @@ _make_sub_dir_url = make_sub_dir_url
 _normalize_databricks_dbfs_url = normalize_databricks_dbfs_url
 _get_horovod_rank_and_size = _get_horovod_rank_and_size
 _check_rank_and_size_consistent_with_horovod = _check_hvd
+vector_to_array, _get_df_plan, _gen_cache_dir_name = vector_to_array, _get_df_plan, _gen_cache_dir_name
+_convert_vector, _convert_precision = _convert_vector, _convert_precision
 make_batch_reader = make_batch_reader  # looked up at __enter__: mock.patch target
 
 
@@ -146,65 +169,6 @@ def _keep_cache_at_exit(spark: Any) -> bool:
     return str(spark.conf.get(KEEP_CACHE_CONF, "false") or "false").strip().lower() == "true"
 
 
-# -- Petastorm's DataFrame helpers (kept importable; the materializer does the same work) --------
-
-
-def vector_to_array(col: Any, dtype: str = "float64") -> Any:
-    """``pyspark.ml.functions.vector_to_array`` (imported when called: no pyspark at import)."""
-    from pyspark.ml.functions import vector_to_array as _vector_to_array
-
-    return _vector_to_array(col, dtype)
-
-
-def _get_df_plan(df: Any) -> str:
-    """The analyzed plan, as text (works on Connect too, unlike Petastorm's JVM object)."""
-    from petastream.spark.cache import plan_text
-
-    return plan_text(df)
-
-
-def _convert_vector(df: Any, dtype: Any) -> Any:
-    """Top-level ML/MLlib vector columns -> dense arrays of ``dtype`` (Petastorm's step)."""
-    from pyspark.ml.linalg import VectorUDT
-    from pyspark.mllib.linalg import VectorUDT as OldVectorUDT
-
-    for field in df.schema.fields:
-        if isinstance(field.dataType, (VectorUDT, OldVectorUDT)):
-            df = df.withColumn(field.name, vector_to_array(df[field.name], dtype))
-    return df
-
-
-def _convert_precision(df: Any, dtype: Any) -> Any:
-    """Cast double<->float (and arrays of them) to ``dtype``, with Petastorm's checks and log."""
-    from pyspark.sql.types import ArrayType, DoubleType, FloatType
-
-    if dtype is None:
-        return df
-    _check_dtype(dtype)
-    logger.warning("Converting floating-point columns to %s", dtype)
-    src, dst = (DoubleType, FloatType()) if dtype == "float32" else (FloatType, DoubleType())
-    for field in df.schema.fields:
-        if isinstance(field.dataType, src):
-            df = df.withColumn(field.name, df[field.name].cast(dst))
-        elif isinstance(field.dataType, ArrayType) and isinstance(field.dataType.elementType, src):
-            df = df.withColumn(field.name, df[field.name].cast(ArrayType(dst)))
-    return df
-
-
-def _gen_cache_dir_name() -> str:
-    """Petastorm's ``{time}-appid-{appid}-{uuid}`` name (petastream's own directories are
-    content-keyed instead; see petastream.spark.cache)."""
-    import uuid
-    from datetime import datetime
-
-    spark = _get_spark_session()
-    try:
-        appid = spark.sparkContext.applicationId
-    except Exception:  # Spark Connect has no SparkContext
-        appid = "connect"
-    return f"{datetime.now().strftime('%Y%m%d%H%M%S')}-appid-{appid}-{uuid.uuid4()}"
-
-
 # -- deletion ----------------------------------------------------------------------------------
 
 
@@ -255,12 +219,6 @@ def _forget_and_delete(dataset_url: str) -> None:
 # -- materialization ---------------------------------------------------------------------------
 
 
-def _check_dtype(dtype: Any) -> None:
-    if dtype is not None and dtype not in ("float32", "float64"):
-        raise ValueError(f"dtype {dtype} is not supported. \
-            Use 'float32' or float64")
-
-
 def _materialize_df(df: Any, parent_cache_dir_url: str, row_group_size: int,
                     compression_codec: str | None, dtype: str | None) -> str:
     from petastream.spark import leases, materialize
@@ -301,32 +259,52 @@ def _shard_file_urls(dataset_url: str) -> tuple[list[str], int]:
 
 
 def make_spark_converter(df: Any, parquet_row_group_size_bytes: int = DEFAULT_ROW_GROUP_SIZE_BYTES,
-                         compression_codec: str | None = None,
-                         dtype: str | None = "float32") -> SparkDatasetConverter:
-    """Materialize ``df`` (a DataFrame, or a path to an MDS or Parquet directory) as MDS under
-    the cache directory of the Spark conf ``petastorm.spark.converter.parentCacheDirUrl``."""
+                         compression_codec: str | None = None, dtype: str | None = "float32",
+                         materialize: bool | None = None) -> SparkDatasetConverter:
+    """Serve ``df`` (a DataFrame, or a path to an MDS, Delta or Parquet directory): its own files
+    where that serves the same rows (see the module doc), else materialized as MDS under the
+    cache directory of the Spark conf ``petastorm.spark.converter.parentCacheDirUrl``.
+    ``materialize``: True always materializes; None (default) follows the Spark conf
+    ``petastream.spark.converter.materialize`` (``auto``, default, or ``always``)."""
     spark = df.sparkSession if not isinstance(df, str) else _get_spark_session()
     parent_cache_dir_url = _get_parent_cache_dir_url(spark)
+    forced = must_materialize(spark, materialize)
+    reason = f"asked to (materialize=True or {SparkDatasetConverter.MATERIALIZE_CONF}=always)"
     if isinstance(df, str):
         dataset_dir_url = df
         if "DATABRICKS_RUNTIME_VERSION" in os.environ:
             dataset_dir_url = normalize_databricks_dbfs_url(dataset_dir_url, DBFS_PATH_ERROR)
-        if not resolve(dataset_dir_url).exists("index.json"):  # a Parquet directory: convert it
-            dataset_dir_url = _cache_df_or_retrieve_cache_data_url(
-                spark.read.parquet(dataset_dir_url), parent_cache_dir_url,
-                parquet_row_group_size_bytes, None, dtype)
-    else:
-        # None keeps petastream's default (zstd); Petastorm's names map as the docstring says.
-        if compression_codec is not None and compression_codec.lower() not in _CODECS:
-            raise RuntimeError(
-                "compression_codec should be None or one of the following values: "
-                "'uncompressed', 'bzip2', 'gzip', 'lz4', 'snappy', 'deflate'"
-            )
-        _check_dtype(dtype)
-        dataset_dir_url = _cache_df_or_retrieve_cache_data_url(
-            df, parent_cache_dir_url, parquet_row_group_size_bytes, compression_codec, dtype)
+        if resolve(dataset_dir_url).exists("index.json"):  # an MDS dataset: used as is
+            return SparkDatasetConverter(dataset_dir_url, *_shard_file_urls(dataset_dir_url), reason="an MDS dataset")
+        is_delta = resolve(dataset_dir_url).exists("_delta_log")
+        if is_delta and not forced:
+            direct, reason = choose_table(dataset_dir_url, dtype)
+            if direct is not None:
+                return _direct_converter(direct, reason)
+        reader = spark.read.format("delta") if is_delta else spark.read.format("parquet")
+        df, compression_codec = reader.load(dataset_dir_url), None
+    # None keeps petastream's default (zstd); Petastorm's names map as the docstring says.
+    if compression_codec is not None and compression_codec.lower() not in _CODECS:
+        raise RuntimeError(
+            "compression_codec should be None or one of the following values: "
+            "'uncompressed', 'bzip2', 'gzip', 'lz4', 'snappy', 'deflate'"
+        )
+    _check_dtype(dtype)
+    if not forced:
+        direct, reason = choose(df, dtype)
+        if direct is not None:
+            return _direct_converter(direct, reason)
+    logger.info("materializing: %s", reason)
+    dataset_dir_url = _cache_df_or_retrieve_cache_data_url(
+        df, parent_cache_dir_url, parquet_row_group_size_bytes, compression_codec, dtype)
     file_urls, dataset_size = _shard_file_urls(dataset_dir_url)
-    return SparkDatasetConverter(dataset_dir_url, file_urls, dataset_size)
+    return SparkDatasetConverter(dataset_dir_url, file_urls, dataset_size, reason=reason)
+
+
+def _direct_converter(direct: DirectRead, reason: str) -> SparkDatasetConverter:
+    logger.info("%s: %s", direct.describe(), reason)
+    files = [f.ref.url for f in direct.plan.files] if direct.plan is not None else list(direct.urls)
+    return SparkDatasetConverter(None, files, direct.rows, reason=reason, direct=direct)
 
 
 # -- file availability ------------------------------------------------------------------------
@@ -375,16 +353,34 @@ def _check_dataset_file_median_size(url_list: list[str]) -> None:
 # -- the converter and its context managers ----------------------------------------------------
 
 
+def _open_reader(urls: list[str], kwargs: dict[str, Any], direct: DirectRead | None) -> Any:
+    """The reader of a context: the materialized dataset's files, or the table read in place."""
+    if direct is None:
+        _wait_file_available(urls)
+        return make_batch_reader(urls, **kwargs)
+    kwargs = dict(kwargs)
+    source = direct.open(storage_options=kwargs.pop("storage_options", None), cache_limit=kwargs.pop("cache_limit", None))
+    return make_batch_reader(source, casts=direct.casts, **kwargs)
+
+
 class SparkDatasetConverter:
-    """A materialized DataFrame. Picklable (a URL, a list of URLs and a count): build loaders
-    inside Spark tasks or Horovod/TorchDistributor workers, no SparkSession needed there."""
+    """A DataFrame served materialized, or read in place (``direct``). Picklable (URLs, a count,
+    what is read): build loaders inside Spark tasks or Horovod/TorchDistributor workers, no
+    SparkSession needed there."""
 
     PARENT_CACHE_DIR_URL_CONF = "petastorm.spark.converter.parentCacheDirUrl"
+    MATERIALIZE_CONF = MATERIALIZE_CONF
 
-    def __init__(self, cache_dir_url: str, file_urls: list[str], dataset_size: int):
+    def __init__(self, cache_dir_url: str | None, file_urls: list[str], dataset_size: int, *,
+                 reason: str = "", direct: DirectRead | None = None):
         self.cache_dir_url = cache_dir_url
         self.file_urls = file_urls
         self.dataset_size = dataset_size
+        #: What is read in place (None: the materialized dataset at ``cache_dir_url``).
+        self.direct = direct
+        #: Whether the DataFrame was materialized (False: its own files are read), and why.
+        self.materialized = direct is None
+        self.reason = reason
 
     def __len__(self) -> int:
         return self.dataset_size
@@ -398,7 +394,7 @@ class SparkDatasetConverter:
                                                      workers_count=workers_count)
         return TFDatasetContextManager(self.file_urls, batch_size=batch_size, prefetch=prefetch,
                                        petastorm_reader_kwargs=petastorm_reader_kwargs,
-                                       shuffling_queue_capacity=shuffling_queue_capacity)
+                                       shuffling_queue_capacity=shuffling_queue_capacity, direct=self.direct)
 
     def make_torch_dataloader(self, batch_size: int | None = 32, num_epochs: int | None = None,
                               workers_count: int | None = None, shuffling_queue_capacity: int = 0,
@@ -408,10 +404,12 @@ class SparkDatasetConverter:
         self._check_and_set_overriden_petastorm_args(petastorm_reader_kwargs, num_epochs=num_epochs,
                                                      workers_count=workers_count)
         return TorchDatasetContextManager(self.file_urls, batch_size, petastorm_reader_kwargs,
-                                          shuffling_queue_capacity, data_loader_fn)
+                                          shuffling_queue_capacity, data_loader_fn, direct=self.direct)
 
     def delete(self) -> None:
-        _remove_cache_metadata_and_data(self.cache_dir_url)
+        """Delete the materialized dataset; a converter reading a table in place deletes nothing."""
+        if self.cache_dir_url is not None and self.direct is None:
+            _remove_cache_metadata_and_data(self.cache_dir_url)
 
     @staticmethod
     def _check_and_set_overriden_petastorm_args(petastorm_reader_kwargs: dict[str, Any], num_epochs: int | None,
@@ -423,8 +421,10 @@ class SparkDatasetConverter:
 
 class TFDatasetContextManager:
     def __init__(self, parquet_file_url_list: list[str], batch_size: int | None, prefetch: int | None,
-                 petastorm_reader_kwargs: dict[str, Any], shuffling_queue_capacity: int | None):
+                 petastorm_reader_kwargs: dict[str, Any], shuffling_queue_capacity: int | None,
+                 direct: DirectRead | None = None):
         self.parquet_file_url_list = parquet_file_url_list
+        self.direct = direct
         self.batch_size = batch_size
         self.prefetch = prefetch
         self.petastorm_reader_kwargs = petastorm_reader_kwargs
@@ -433,8 +433,7 @@ class TFDatasetContextManager:
     def __enter__(self) -> Any:  # a tf.data.Dataset
         from petastream.compat._tf import make_tf_dataset
 
-        _wait_file_available(self.parquet_file_url_list)
-        self.reader = make_batch_reader(self.parquet_file_url_list, **self.petastorm_reader_kwargs)
+        self.reader = _open_reader(self.parquet_file_url_list, self.petastorm_reader_kwargs, self.direct)
         return make_tf_dataset(self.reader, batch_size=self.batch_size or 32, prefetch=self.prefetch,
                                shuffling_queue_capacity=self.shuffling_queue_capacity)
 
@@ -447,8 +446,9 @@ class TFDatasetContextManager:
 class TorchDatasetContextManager:
     def __init__(self, parquet_file_url_list: list[str], batch_size: int | None,
                  petastorm_reader_kwargs: dict[str, Any], shuffling_queue_capacity: int,
-                 data_loader_fn: Callable[..., Any] | None):
+                 data_loader_fn: Callable[..., Any] | None, direct: DirectRead | None = None):
         self.parquet_file_url_list = parquet_file_url_list
+        self.direct = direct
         self.batch_size = batch_size
         self.petastorm_reader_kwargs = petastorm_reader_kwargs
         self.shuffling_queue_capacity = shuffling_queue_capacity
@@ -457,8 +457,7 @@ class TorchDatasetContextManager:
     def __enter__(self) -> Any:  # what data_loader_fn returns; a DataLoader by default
         from petastream.compat.pytorch import DataLoader
 
-        _wait_file_available(self.parquet_file_url_list)
-        self.reader = make_batch_reader(self.parquet_file_url_list, **self.petastorm_reader_kwargs)
+        self.reader = _open_reader(self.parquet_file_url_list, self.petastorm_reader_kwargs, self.direct)
         self.loader = (self.data_loader_fn or DataLoader)(
             reader=self.reader, batch_size=self.batch_size,
             shuffling_queue_capacity=self.shuffling_queue_capacity)

@@ -14,7 +14,23 @@ integer, string and boolean columns. Not recognised (each a reason): anything el
 aggregations, UDFs, limits, samples, sorts, unions, casts, computed columns), comparisons on
 float columns (Spark orders NaN above every number and equal to itself; Arrow does not),
 dates and timestamps (time zones), partitioned directories (Spark infers the partition
-values' types its own way), and Delta relations (not read directly yet).
+values' types its own way).
+
+Delta relations are recognised too, as ``FileScan(format="delta", files=(table URL,),
+version=...)``, the version pinned when :func:`recognise` runs:
+
+* Spark Connect: a ``Read`` of format ``delta`` with one path and no options but
+  ``versionAsOf``/``timestampAsOf``, recognised from the client's plan alone (the server is
+  not asked: it may have no Delta jars); the columns' types and the version come from the
+  table's log (``deltalake``). A filter is refused on a table with column mapping.
+* classic PySpark: a ``HadoopFsRelation`` whose location is Delta Lake's ``TahoeLogFileIndex``
+  (its ``path()``; the version: ``snapshotAtAnalysis().version()`` for a time-travel query,
+  else ``version()``, the log's latest snapshot when asked) with no ``partitionFilters()``, or
+  its ``PreparedDeltaFileIndex`` (``path()``, ``version()``: the scanned snapshot's). Names
+  from Delta Lake's ``files/TahoeFileIndex.scala`` and ``stats/PrepareDeltaScan.scala``.
+  **Untested**: this machine's Spark has no Delta jars, so no classic Delta relation was ever
+  built here; any other file index (batch, CDC), any failing call, and any extra option is a
+  refusal.
 
 How the plan is seen:
 
@@ -32,8 +48,10 @@ the files Spark would read.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from petastream.errors import PetastreamError
 
@@ -54,9 +72,10 @@ class FileScan:
     rows ``filter`` keeps (None: all)."""
 
     format: str
-    files: tuple[str, ...]
+    files: tuple[str, ...]  # a Delta table: its root URL alone
     columns: tuple[str, ...]
     filter: Any = None  # pyarrow.compute.Expression
+    version: int | None = None  # a Delta table: the snapshot read
 
 
 @dataclass(frozen=True)
@@ -77,19 +96,49 @@ def recognise(df: Any) -> ScanVerdict:
     (see the module doc); never raises for a plan it does not know: that is a None scan."""
     try:
         if hasattr(df, "_jdf"):
-            files_format, columns, condition = _classic(df)
+            files_format, columns, condition, table = _classic(df)
         else:
-            files_format, columns, condition = _connect(df)
-        files = tuple(str(f) for f in df.inputFiles())
+            files_format, columns, condition, table = _connect(df)
+        # Spark lists Hadoop URIs, percent-encoded (a space is %20): the files' own names are read
+        files = (table.url,) if table is not None else tuple(unquote(str(f)) for f in df.inputFiles())
     except _Doubt as e:
         return ScanVerdict(None, str(e))
     except Exception as e:  # noqa: BLE001 - a plan we cannot inspect is a plan we do not read directly
         return ScanVerdict(None, f"its plan could not be inspected ({type(e).__name__}: {e})")
     if not files:
         return ScanVerdict(None, "Spark lists no files for it")
-    what = f"a scan of {len(files)} {files_format} file(s), columns {list(columns)}"
-    return ScanVerdict(FileScan(files_format, files, columns, condition),
+    what = (f"a scan of {len(files)} {files_format} file(s)" if table is None else
+            f"a scan of the Delta table {table.url} at version {table.version}") + f", columns {list(columns)}"
+    return ScanVerdict(FileScan(files_format, files, columns, condition, None if table is None else table.version),
                        what + (" with a filter" if condition is not None else ""))
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A Delta table a plan reads: its root and the version pinned."""
+
+    url: str
+    version: int
+
+
+def _delta_table(path: str, version: int | None, timestamp: Any) -> tuple[_Table, dict[str, str], bool]:
+    """The table at ``path`` pinned (latest, or the version/timestamp asked for), its columns'
+    Spark type names (for filters) and whether it maps column names."""
+    from petastream.delta.log import open_snapshot
+    from petastream.storage.location import resolve
+
+    loc = resolve(path)
+    snap = open_snapshot(loc, version=version, timestamp=timestamp)
+    types = {n: _spark_name(t) for n, t in list(snap.fields) + list(snap.partition_fields)}
+    return _Table(loc.url, snap.version), types, bool(snap.column_names)
+
+
+def _spark_name(arrow_type: Any) -> str:
+    """The Spark type name of a Delta column's Arrow type, for the filter's type checks (types
+    a filter may not compare keep their Arrow name)."""
+    names = {"int64": "long", "int32": "integer", "int16": "short", "int8": "byte", "string": "string",
+             "large_string": "string", "string_view": "string", "bool": "boolean"}
+    return names.get(str(arrow_type), str(arrow_type))
 
 
 # -- filters, from either form -----------------------------------------------------------------
@@ -207,7 +256,7 @@ def _classic_column(t: dict) -> str:
     return str(t["node"]["name"])
 
 
-def _classic(df: Any) -> tuple[str, tuple[str, ...], Any]:
+def _classic(df: Any) -> tuple[str, tuple[str, ...], Any, _Table | None]:
     jplan = df._jdf.queryExecution().optimizedPlan()
     root, _ = _tree(json.loads(jplan.toJSON()))
     chain, t = [], root
@@ -222,7 +271,7 @@ def _classic(df: Any) -> tuple[str, tuple[str, ...], Any]:
     if _short(leaf) != "LogicalRelation":
         raise _Doubt(f"it reads {_short(leaf)}, not files")
     types = {str(a[0]["name"]): str(a[0]["dataType"]) for a in leaf.get("output", [])}
-    _classic_relation(jplan.collectLeaves().head())
+    table = _classic_relation(jplan.collectLeaves().head())
     columns: tuple[str, ...] | None = None
     conditions = []
     for t in chain[:-1]:
@@ -234,27 +283,48 @@ def _classic(df: Any) -> tuple[str, tuple[str, ...], Any]:
             conditions.append(_classic_filter(_tree(node["condition"])[0], types))
         else:
             raise _Doubt(f"its plan holds {name} ({'aggregation, join, limit, sort, ...'})")
-    return "parquet", columns if columns is not None else tuple(types), _all(conditions)
+    fmt = "delta" if table is not None else "parquet"
+    return fmt, columns if columns is not None else tuple(types), _all(conditions), table
 
 
-def _classic_relation(leaf: Any) -> None:
+def _classic_relation(leaf: Any) -> _Table | None:
+    """None for a plain Parquet relation, the table for a Delta one (see the module doc)."""
     rel = leaf.relation()
     kind = rel.getClass().getName()
     if not kind.endswith(".HadoopFsRelation"):
         raise _Doubt(f"it reads a {kind.rsplit('.', 1)[-1]}, not files")
     fmt = rel.fileFormat().getClass().getName()
-    if "Delta" in fmt or "Tahoe" in rel.location().getClass().getName():
-        raise _Doubt("it reads a Delta relation (not read directly yet)")
-    if not fmt.endswith(".ParquetFileFormat"):
+    index = rel.location()
+    delta = "Delta" in fmt or "Tahoe" in index.getClass().getName()
+    if not delta and not fmt.endswith(".ParquetFileFormat"):
         raise _Doubt(f"it reads {fmt.rsplit('.', 1)[-1]} files, not Parquet")
-    if rel.partitionSchema().length():
+    if not delta and rel.partitionSchema().length():
         raise _Doubt("its Parquet directory is partitioned (Spark types partition values its own way)")
     if rel.bucketSpec().isDefined():
         raise _Doubt("its relation is bucketed")
     options = [k for k in str(rel.options().keys().mkString("\u0000")).split("\u0000") if k]
-    extra = sorted(k for k in options if k.lower() not in ("path", "paths"))
+    allowed = ("path", "paths") + (("versionasof", "timestampasof") if delta else ())
+    extra = sorted(k for k in options if k.lower() not in allowed)
     if extra:
         raise _Doubt(f"it is read with options {extra}")
+    return _classic_delta(index) if delta else None
+
+
+def _classic_delta(index: Any) -> _Table:
+    """A Delta relation's table and version, from its file index (untested: see the module doc)."""
+    from petastream.storage.location import resolve
+
+    kind = index.getClass().getName().rsplit(".", 1)[-1]
+    if kind == "TahoeLogFileIndex":
+        if not index.partitionFilters().isEmpty():
+            raise _Doubt("its Delta file index holds partition filters")
+        snapshot = index.snapshotAtAnalysis()
+        version = int(snapshot.version() if index.isTimeTravelQuery() else index.version())
+    elif kind == "PreparedDeltaFileIndex":
+        version = int(index.version())
+    else:
+        raise _Doubt(f"it reads a Delta relation through a {kind}, not a table snapshot")
+    return _Table(resolve(str(index.path().toString())).url, version)
 
 
 def _all(conditions: list[Any]) -> Any:
@@ -325,7 +395,7 @@ def _connect_filter(expr: Any, types: dict[str, str]) -> Any:
     raise _Doubt(f"its filter holds the function {name!r}")
 
 
-def _connect(df: Any) -> tuple[str, tuple[str, ...], Any]:
+def _connect(df: Any) -> tuple[str, tuple[str, ...], Any, _Table | None]:
     rel = df._plan.to_proto(df.sparkSession.client).root
     chain = []
     while True:
@@ -346,15 +416,17 @@ def _connect(df: Any) -> tuple[str, tuple[str, ...], Any]:
         raise _Doubt(f"it reads a {read.WhichOneof('read_type')} (a catalog table: its files are not known here)")
     source = read.data_source
     fmt = str(source.format).lower()
+    table, mapped = None, False
     if fmt == "delta":
-        raise _Doubt("it reads a Delta relation (not read directly yet)")
-    if fmt != "parquet":
+        table, types, mapped = _connect_delta(source)
+    elif fmt != "parquet":
         raise _Doubt(f"it reads {fmt or 'unnamed'} files, not Parquet")
-    if source.schema:
-        raise _Doubt("it is read with a user schema")
-    if source.options or list(source.predicates):
-        raise _Doubt(f"it is read with options {sorted(source.options)}")
-    types = _file_types(df, list(source.paths))
+    else:
+        if source.schema:
+            raise _Doubt("it is read with a user schema")
+        if source.options or list(source.predicates):
+            raise _Doubt(f"it is read with options {sorted(source.options)}")
+        types = _file_types(df, list(source.paths))
     columns: tuple[str, ...] | None = None
     conditions = []
     for kind, r in reversed(chain[:-1]):  # from the read outwards
@@ -368,7 +440,27 @@ def _connect(df: Any) -> tuple[str, tuple[str, ...], Any]:
             available = set(columns or types)
             cond = _connect_filter(r.filter.condition, {k: v for k, v in types.items() if k in available})
             conditions.append(cond)
-    return "parquet", columns if columns is not None else tuple(types), _all(conditions)
+    if mapped and conditions:
+        raise _Doubt("it filters a Delta table that maps its column names (delta.columnMapping.mode)")
+    return fmt, columns if columns is not None else tuple(types), _all(conditions), table
+
+
+def _connect_delta(source: Any) -> tuple[_Table, dict[str, str], bool]:
+    """A Connect ``Read`` of a Delta table: the table pinned, its types, whether it maps names."""
+    paths = list(source.paths)
+    if len(paths) != 1 or source.schema or list(source.predicates):
+        raise _Doubt("it reads a Delta table with a user schema, predicates or not one path")
+    options = {k.lower(): v for k, v in source.options.items()}
+    extra = sorted(k for k in options if k not in ("versionasof", "timestampasof"))
+    if extra or len(options) > 1:
+        raise _Doubt(f"it reads a Delta table with options {sorted(source.options)}")
+    version, moment = options.get("versionasof"), options.get("timestampasof")
+    if version is not None and not str(version).strip().isdigit():
+        raise _Doubt(f"it reads a Delta table with versionAsOf={version!r}")
+    if moment is not None and not re.search(r"(Z|[+-]\d\d:?\d\d)$", str(moment).strip()):
+        # Spark reads a zone-less timestamp in the session's time zone, deltalake in UTC
+        raise _Doubt(f"it reads a Delta table with timestampAsOf={moment!r} (no time zone given)")
+    return _delta_table(paths[0], None if version is None else int(version), moment)
 
 
 def _file_types(df: Any, paths: list[str]) -> dict[str, str]:
