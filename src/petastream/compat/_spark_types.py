@@ -24,6 +24,11 @@ class SparkTypeStandIn:
     def __setstate__(self, state: dict[str, Any] | None) -> None:
         self.__dict__.update(state or {})
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The classes are made at import (STAND_INS), not module attributes: pickled by name, so a
+        # schema travels to petastream's worker processes (make_reader's process pool).
+        return _stand_in, (self.type_name, dict(self.__dict__))
+
     def __eq__(self, other: object) -> bool:
         return _key(other) == _key(self)
 
@@ -63,6 +68,12 @@ STAND_INS: dict[str, type[SparkTypeStandIn]] = {
     name: type(name, (SparkTypeStandIn,), {"type_name": name, "__module__": __name__})
     for name in _NAMES
 }
+
+
+def _stand_in(name: str, state: dict[str, Any]) -> SparkTypeStandIn:
+    obj = STAND_INS[name]()
+    obj.__setstate__(state)
+    return obj
 
 
 def spark_type_name(spark_type: Any) -> str:
