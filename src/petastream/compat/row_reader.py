@@ -107,6 +107,7 @@ class RowReader:
         self._taken = 0  # batches taken in this iteration
         self._served = self._batch_rows = 0  # rows of the current batch served, and its rows
         self._resume_row = 0  # rows of the first batch already served (a loaded state)
+        self._epochs_left = num_epochs  # of the read (a loaded state may have used some)
         self._rows: Generator[Any, None, None] = self._generate()
 
     # -- the rows of a read ---------------------------------------------------------------------
@@ -124,7 +125,7 @@ class RowReader:
         return [self._row_type(*values) for values in zip(*columns)] if len(columns[0]) else []
 
     def _generate(self) -> Generator[Any, None, None]:
-        if self.loader is None:
+        if self.loader is None or (self._epochs_left is not None and self._epochs_left <= 0):
             return
         skip, self._resume_row = self._resume_row, 0
         self._taken = 0
@@ -195,6 +196,10 @@ class RowReader:
             self._rows.close()
             if self.loader is not None and state["loader"] is not None:
                 self.loader.load_state_dict(state["loader"])
+                if self.num_epochs is not None:  # the read's epochs left, not num_epochs more
+                    planner = self.loader.planner
+                    self._epochs_left = self.num_epochs - planner.epoch - int(planner.epoch_complete)
+                    self.loader.driver.num_epochs = max(1, self._epochs_left)
             self._resume_row = int(state["row"])
             self.last_row_consumed = False
             self._rows = self._generate()
@@ -206,6 +211,8 @@ class RowReader:
                 raise reset_early_error()
             self.last_row_consumed = False
             if self.loader is not None:
+                self.loader.driver.num_epochs = self.num_epochs
+                self._epochs_left = self.num_epochs
                 self.loader.set_epoch(0)
             self._rows = self._generate()
 
