@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from petastream.compat._decode import decode_column
+from petastream.compat._decode import decode_column, decode_values
+from petastream.compat.codecs import NdarrayCodec, ScalarCodec
 from petastream.compat.predicates import predicate_mask
 from petastream.mds.ndarray import Ragged
 from petastream.pipeline.isolate import batch_rows, take_rows
@@ -73,7 +74,12 @@ class RowWork:
     ngram: bool = False
 
     def decode(self, name: str, column: Any) -> np.ndarray:
-        return decode_column(self.read_schema.fields[name], as_arrow(column, self.arrow_types[name]))
+        field = self.read_schema.fields[name]
+        codec = field.codec
+        if (codec is not None and not isinstance(codec, (ScalarCodec, NdarrayCodec)) and isinstance(column, np.ndarray)
+                and column.dtype == object):  # (image codecs: the stored bytes as read, no copy to Arrow)
+            return decode_values(field, column)
+        return decode_column(field, as_arrow(column, self.arrow_types[name]))
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         names = list(self.read_schema.fields)

@@ -69,7 +69,7 @@ from petastream.pipeline.work import PassWork
 __all__ = ["make_reader", "RowReader"]
 
 #: Rows per batch of the loader under the reader: an item of work for a worker.
-ROWS_PER_BATCH = 128
+ROWS_PER_BATCH = 256
 _WHOLE_SHARDS = 1 << 62  # a block never spans two row groups: the blocks are the row groups
 
 
