@@ -27,7 +27,7 @@ from petastream.compat.predicates import predicate_mask
 from petastream.mds.ndarray import Ragged
 from petastream.pipeline.isolate import batch_rows, take_rows
 
-__all__ = ["KEPT", "RowWork", "as_arrow"]
+__all__ = ["KEPT", "RowWork", "as_arrow", "as_parts"]
 
 #: The column of batch positions kept (n-grams only; not a field name: it holds a NUL).
 KEPT = "\0kept"
@@ -51,6 +51,12 @@ def as_arrow(column: Any, arrow_type: pa.DataType) -> pa.Array:
     if arr.type != arrow_type:
         arr = arr.cast(arrow_type) if len(arr) else pa.array([], arrow_type)
     return arr
+
+
+def as_parts(keys: tuple[str, ...], batch: dict[str, Any]) -> tuple[Any, ...]:
+    """The loader's ``convert``: the columns ``keys`` as a tuple of arrays, what petastream's
+    worker processes hand over in shared memory (a dict would travel pickled)."""
+    return tuple(batch[k] for k in keys)
 
 
 def _objects(values: list[Any]) -> np.ndarray:

@@ -33,6 +33,7 @@ it); accepted without effect, as they tune Petastorm's own pools: ``results_queu
 from __future__ import annotations
 
 import collections.abc
+import functools
 import pickle
 import secrets
 import tempfile
@@ -55,7 +56,7 @@ from petastream.compat._row_cache import (
 from petastream.compat._row_ngram import NGramWindows
 from petastream.compat._row_plan import plan_row_groups, row_source
 from petastream.compat._row_source import SHARD_SEED_WARNING, normalize_urls, open_row_source
-from petastream.compat._row_work import RowWork
+from petastream.compat._row_work import KEPT, RowWork, as_parts
 from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.ngram import NGram
 from petastream.compat.transform import transform_schema
@@ -98,6 +99,8 @@ class RowReader:
         self.last_row_consumed = False
         self._lock = threading.RLock()  # next() from several threads: one generator step at a time
         self._fields = list(schema.fields)
+        #: The columns of the loader's items, in order (:func:`row_parts`).
+        self._keys = row_parts(schema, ngram)
         self._row_type = schema._get_namedtuple()
         self._windows = (NGramWindows(ngram, schema, loader.dataset.shard_offsets, shuffle_rows, seed)
                          if ngram and loader else None)
@@ -118,7 +121,8 @@ class RowReader:
         self._windows.add_plan(work.plan)
         return work
 
-    def _make_rows(self, batch: dict[str, Any]) -> list[Any]:
+    def _make_rows(self, parts: tuple[Any, ...]) -> list[Any]:
+        batch = dict(zip(self._keys, parts))  # (the loader's convert made a tuple: see as_parts)
         if self._windows is not None:
             return self._windows.take(batch)
         columns = [batch[k] for k in self._fields]
@@ -238,6 +242,11 @@ class RowReader:
         self.stop()
         self.join()
         cleanup_cache(self.cache, announce=False)
+
+
+def row_parts(schema: Any, ngram: Any) -> tuple[str, ...]:
+    """The columns of the loader's items (the work stage's, as a tuple: :func:`as_parts`)."""
+    return (*schema.fields, *((KEPT,) if ngram is not None else ()))
 
 
 def _schema_view(stored: Any, schema_fields: Any, dataset_url: Any) -> Any:
@@ -399,6 +408,7 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
                        ngram is not None)
         loader = BatchLoader(source, batch_size=ROWS_PER_BATCH, seed=seed or 0, num_epochs=num_epochs,
                              columns=list(read_schema.fields), num_workers=workers, transform=work,
+                             convert=functools.partial(as_parts, row_parts(out_schema, ngram)),
                              executor=_executor(reader_pool_type, workers, work), on_error=on_error,
                              **_order(bool(shuffle_row_groups), bool(shuffle_rows), shuffle_row_drop_partitions,
                                       ngram, source.shard_sizes))
