@@ -59,7 +59,8 @@ def corrupt(tmp_path):
 def test_on_error_raise_names_the_row_and_column(corrupt):
     with pytest.raises(Exception, match="png_rgb") as info:
         _rows(url=corrupt, shuffle_row_groups=False)
-    assert "sample id" in " ".join(getattr(info.value, "__notes__", []))
+    # all_codecs: 2 files of 1 row group; row id 2 is row 2 of the first (shard 0).
+    assert "shard (or row group) 0, row 2 (sample id 2)" in " ".join(getattr(info.value, "__notes__", []))
 
 
 @pytest.mark.parametrize("policy", ["skip", "warn", "callable"])

@@ -102,7 +102,8 @@ def test_raise_in_a_transform_names_the_sample_and_keeps_its_type(bad_image):
     url, _ = bad_image
     with pytest.raises(ValueError, match=rf"cannot transform id {BAD_TRANSFORM}") as info:
         list(BatchLoader(url, 8, columns=["id", "x"], transform=fail_on_23))
-    assert any(f"transform failed at dataset '{url}', sample id {BAD_TRANSFORM}" in n for n in info.value.__notes__)
+    assert any(f"transform failed at dataset '{url}', shard (or row group) " in n and f"(sample id {BAD_TRANSFORM})" in n
+               for n in info.value.__notes__)
 
 
 # -- "skip" and "warn", every loader -----------------------------------------------------------

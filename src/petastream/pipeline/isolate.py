@@ -193,10 +193,11 @@ class DecodeGuard:
 
 def transformed(transform: Callable[[dict[str, Any]], dict[str, Any]], batch: dict[str, Any],
                 policy: ErrorPolicy | None, ids: Callable[[], np.ndarray], dataset: str,
-                ) -> tuple[dict[str, Any], list[BadSample]]:
+                shard_offsets: np.ndarray | None = None) -> tuple[dict[str, Any], list[BadSample]]:
     """``transform(batch)``; where it raises, the rows it raises on are found (see the module
     doc) and, as ``policy`` says, raised with a note or left out. ``ids()``: the batch rows'
-    sample ids (asked only on a failure)."""
+    sample ids (asked only on a failure); ``shard_offsets``: the source's, to name a failing
+    sample's shard (a Parquet source's row group) and row in it."""
     try:
         return transform(batch), []
     except NOT_DATA:
@@ -222,8 +223,12 @@ def transformed(transform: Callable[[dict[str, Any]], dict[str, Any]], batch: di
     while stack:
         rows, err = stack.pop()
         if len(rows) == 1:
-            row_ids = ids()
-            bad = BadSample("transform", dataset, (int(row_ids[rows[0]]),), error_type=type(err).__name__,
+            sample = int(ids()[rows[0]])
+            shard, row = None, ()
+            if shard_offsets is not None:
+                shard = int(np.searchsorted(shard_offsets, sample, side="right")) - 1
+                row = (sample - int(shard_offsets[shard]),)
+            bad = BadSample("transform", dataset, (sample,), shard=shard, rows=row, error_type=type(err).__name__,
                             error_text=str(err))
             policy.handle(bad, err)  # raises unless skipped
             bads.append(bad)

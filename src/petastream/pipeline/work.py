@@ -119,7 +119,8 @@ class PassWork:
                 if guard.bads:
                     bads = guard.take_bads()
             if transform is not None:
-                batch, failed = transformed(transform, batch, policy, _ids_of(guard, index), self.dataset.url)
+                batch, failed = transformed(transform, batch, policy, _ids_of(guard, index), self.dataset.url,
+                                            self.dataset.shard_offsets)
                 if failed:
                     bads, dropped = bads + failed, dropped + len(failed)
             item = batch if convert is None else convert(batch)
