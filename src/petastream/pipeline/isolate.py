@@ -224,7 +224,8 @@ def transformed(transform: Callable[[dict[str, Any]], dict[str, Any]], batch: di
         rows, err = stack.pop()
         if len(rows) == 1:
             sample = int(ids()[rows[0]])
-            shard, row = None, ()
+            shard: int | None = None
+            row: tuple[int, ...] = ()
             if shard_offsets is not None:
                 shard = int(np.searchsorted(shard_offsets, sample, side="right")) - 1
                 row = (sample - int(shard_offsets[shard]),)
