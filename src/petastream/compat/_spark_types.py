@@ -24,11 +24,6 @@ class SparkTypeStandIn:
     def __setstate__(self, state: dict[str, Any] | None) -> None:
         self.__dict__.update(state or {})
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The classes are made at import (STAND_INS), not module attributes: pickled by name, so a
-        # schema travels to petastream's worker processes (make_reader's process pool).
-        return _stand_in, (self.type_name, dict(self.__dict__))
-
     def __eq__(self, other: object) -> bool:
         return _key(other) == _key(self)
 
@@ -70,10 +65,9 @@ STAND_INS: dict[str, type[SparkTypeStandIn]] = {
 }
 
 
-def _stand_in(name: str, state: dict[str, Any]) -> SparkTypeStandIn:
-    obj = STAND_INS[name]()
-    obj.__setstate__(state)
-    return obj
+# Each class is also an attribute of this module, so that pickle finds it by name: a schema
+# travels to petastream's worker processes (make_reader's process pool) as any object does.
+globals().update(STAND_INS)
 
 
 def spark_type_name(spark_type: Any) -> str:
