@@ -184,4 +184,4 @@ def test_cache_limit_bounds_the_node_cache(s3_indexed, tmp_path):
         assert reader.loader.dataset.cache_limit == limit
     data = tmp_path / "node-cache"
     held = sum(p.stat().st_size for p in data.rglob("*") if p.is_file() and "/data/" in str(p))
-    assert held <= limit
+    assert 0 < held <= limit  # (files were cached, within the limit)
