@@ -111,17 +111,19 @@ def peer_rows(path: str, n: int, args: argparse.Namespace, floors: list[Floor]) 
                           note=peer_envs.note_for(res, "same bytes and order as the decode-bound floor")))
         for f in floors:
             f.again()
-    for mode in ("reader", "dataloader"):
+    for pool, mode in ((pool, mode) for pool in args.pools for mode in args.modes):
         for impl, peer in (("petastorm", "petastorm"), ("petastream-compat", None)):
             if (peer or "compat") not in peers:
                 continue
             cli = ["--impl", impl, "--dataset", path, "--rows", str(n), "--mode", mode,
-                   "--batch-size", str(BATCH), "--repeat", str(args.peer_repeat)]
+                   "--batch-size", str(BATCH), "--repeat", str(args.peer_repeat), "--pool", pool,
+                   "--workers", str(args.workers)]
             if peer and args.opencv_path:
                 cli += ["--sys-path", args.opencv_path]
             res = peer_envs.run_runner("make_reader_epoch.py", cli, peer, args.peer_timeout)
             what = "make_reader, rows" if mode == "reader" else f"make_reader + pytorch.DataLoader(batch_size={BATCH})"
-            note = "a reader per epoch, workers_count=2" + ("; same script, import from petastream.compat"
+            what += "" if pool == "thread" else f" (reader_pool_type={pool!r})"
+            note = f"a reader per epoch, workers_count={args.workers}" + ("; same script, import from petastream.compat"
                                                              if peer is None else "; OpenCV decode")
             secs = res.get("seconds") if "error" not in res else None
             out.append(Result(NAME, f"{impl} {what}", n, secs, note=peer_envs.note_for(res, note),
@@ -169,6 +171,10 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=20_000)
     p.add_argument("--peers", nargs="*", default=None, help="petastorm, compat (default: both)")
     p.add_argument("--peer-repeat", type=int, default=3)
+    p.add_argument("--pools", nargs="+", default=["thread"], choices=["thread", "process", "dummy"],
+                   help="reader_pool_type of the make_reader rows (default: thread, Petastorm's default)")
+    p.add_argument("--modes", nargs="+", default=["reader", "dataloader"], choices=["reader", "dataloader"])
+    p.add_argument("--workers", type=int, default=2, help="workers_count")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
     p.add_argument("--opencv-path", default=os.environ.get("PETASTREAM_BENCH_OPENCV"),
                    help="a directory with OpenCV for Petastorm's env (pip install --target)")

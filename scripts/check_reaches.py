@@ -56,11 +56,9 @@ ALLOWED = {
 
 # Reaches in modules that another change of issue 37 is rewriting or deleting (owner in brackets).
 PENDING = {
-    ("petastream/compat/_row_load.py", "reaches spec.out_schema._get_namedtuple"):
-        "[rowpipe: make_reader on the one pipeline] compat.unischema.row_type(schema) is the public name",
     **{(f"petastream/compat/_row_{m}.py", "imports private _store from petastream.compat.etl"):
        "[rowpipe: compat's own Parquet discovery (compat/etl/_store.py) is deleted]"
-       for m in ("filters", "load", "plan", "source")},
+       for m in ("filters", "plan", "source")},
     ("petastream/compat/etl/_store.py", "reaches location._join"):
         "[rowpipe: compat's own Parquet discovery is deleted]",
     ("petastream/compat/etl/_store.py", "reaches fs._strip_protocol"):

@@ -36,7 +36,7 @@ PARITY = {
     "compat/etl/rowgroup_indexers.py": {"TypeError": 1, "ValueError": 2},
     "compat/etl/rowgroup_indexing.py": {"ValueError": 4},
     "compat/_parquet_select.py": {"ValueError": 1},
-    "compat/_row_load.py": {"ValueError": 2},
+    "compat/_row_work.py": {"ValueError": 2},
     "compat/_row_plan.py": {"ValueError": 2},
     "compat/ngram.py": {"ValueError": 7},
     "compat/row_reader.py": {"ValueError": 3, "RuntimeError": 3},

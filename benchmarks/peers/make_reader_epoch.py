@@ -27,6 +27,7 @@ def main() -> None:
     p.add_argument("--mode", choices=["reader", "dataloader"], default="reader")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--pool", choices=["thread", "process", "dummy"], default="thread", help="reader_pool_type")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--sys-path", default=None, help="a directory put first on sys.path (OpenCV)")
     args = p.parse_args()
@@ -42,7 +43,8 @@ def main() -> None:
         url = "file://" + args.dataset
 
         def open_reader():
-            return make_reader(url, num_epochs=1, workers_count=args.workers, seed=1, shuffle_row_groups=True)
+            return make_reader(url, num_epochs=1, workers_count=args.workers, seed=1, shuffle_row_groups=True,
+                               reader_pool_type=args.pool)
 
         def reader_epoch() -> int:
             with open_reader() as reader:
@@ -55,7 +57,7 @@ def main() -> None:
         out = timed_epochs(reader_epoch if args.mode == "reader" else loader_epoch, args.rows, args.repeat)
     except Exception as e:  # noqa: BLE001 - reported, not raised
         out = {"error": f"failed: {describe(e)}"}
-    emit(**out, extra={"impl": args.impl, "mode": args.mode, "workers_count": args.workers,
+    emit(**out, extra={"impl": args.impl, "mode": args.mode, "workers_count": args.workers, "pool": args.pool,
                        "batch_size": args.batch_size if args.mode == "dataloader" else None})
 
 

@@ -98,7 +98,7 @@ predicates, selectors                        "Predicate is nor derived from",   
 etl.rowgroup_indexers, etl.rowgroup_indexing "Make sure Spark map function",       TypeError,
                                              "Cannot build index", "Could not      ValueError
                                              find _metadata file"
-row_reader.make_reader, _row_plan, _row_load "Fields must be either None",         ValueError,
+row_reader.make_reader, _row_plan, _row_work "Fields must be either None",         ValueError,
 _parquet_select, _row_source                 "make_reader has failed", the         RuntimeError
                                              reader_pool_type/predicate texts,
                                              "dataset url list must be non-empty",

@@ -332,7 +332,8 @@ def test_local_disk_cache_serves_later_epochs_without_the_files(tmp_path):
         for part in dataset.glob("*.parquet"):
             part.unlink()  # the second epoch can only come from the cache now
         second = list(reader)
-        assert len(list((tmp_path / "cache").glob("petastream-rows-*/*.pickle"))) == 4
+        # Each row group's decoded columns in the reader's own directory of the shard cache.
+        assert len(list((tmp_path / "cache").glob("petastream-rows-*/v1/data/pqd-*"))) == 4
     assert [int(r.id) for r in second] == [int(r.id) for r in first] == list(range(16))
     assert all(np.array_equal(a.vec, b.vec) and a.note == b.note for a, b in zip(first, second))
     assert not (tmp_path / "cache").exists()  # its files and the emptied directory removed at exit
@@ -347,7 +348,7 @@ def test_local_disk_cache_gives_the_rows_of_an_uncached_read(tmp_path, limit):
         plain_rows = list(reader)
     with make_reader(_url("all_codecs"), **options, **_disk(tmp_path / "c", limit)) as reader:
         cached_rows = list(reader)
-        written = list((tmp_path / "c").glob("petastream-rows-*/*.pickle"))
+        written = list((tmp_path / "c").glob("petastream-rows-*/v1/data/pqd-*"))
         assert bool(written) == (limit > 60)
     assert [int(r.id) for r in cached_rows] == [int(r.id) for r in plain_rows]
     assert all(same(getattr(a, k), getattr(b, k)) for a, b in zip(cached_rows, plain_rows) for k in a._fields)

@@ -33,7 +33,7 @@ from petastream.compat.unischema import row_type, schema_name
 from petastream.compat.utils import DecodeFieldError
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["decode_table", "decode_column", "make_rows"]
+__all__ = ["decode_table", "decode_column", "decode_values", "make_rows"]
 
 
 def decode_table(schema: Any, table: pa.Table | pa.RecordBatch,
@@ -59,6 +59,17 @@ def decode_column(field: Any, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     except Exception as e:
         raise DecodeFieldError(f'Decoding field "{field.name}" failed') from e
     return _concat(field, parts)
+
+
+def decode_values(field: Any, values: Any) -> np.ndarray:
+    """A codec field's column from its stored values (bytes, or None where null), one by one
+    (an image codec's decode is one C call per value), as :func:`decode_column` gives it."""
+    try:
+        return _stack_or_objects([None if v is None else field.codec.decode(field, v) for v in values])
+    except DecodeFieldError:
+        raise
+    except Exception as e:
+        raise DecodeFieldError(f'Decoding field "{field.name}" failed') from e
 
 
 def make_rows(schema: Any, columns: dict[str, np.ndarray]) -> list[Any]:

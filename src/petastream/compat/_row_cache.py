@@ -6,7 +6,7 @@ for the reader's life and deletes that directory when the reader's context exits
 ``cleanup_cache()``). Here ``make_batch_reader`` keeps decoded row groups in petastream's shard
 cache there (content-keyed, so never stale, and kept for later readers), and ``make_reader``
 keeps each row group's decoded columns in a directory of the reader's own there
-(:class:`RowGroupDiskCache`: later epochs read them instead of the Parquet and the codecs).
+(:class:`ReaderDiskCache`: later epochs map them instead of decoding the Parquet again).
 Both check the arguments as Petastorm does, create the directory, and at cleanup remove what
 they wrote and the directory when it is left empty: never a file of the user's (Petastorm
 removes the whole tree).
@@ -15,16 +15,14 @@ removes the whole tree).
 from __future__ import annotations
 
 import os
-import pickle
 import secrets
 import shutil
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from petastream.errors import InvalidArgumentError
 
-__all__ = ["NullCache", "LocalDiskCache", "RowGroupDiskCache", "check_local_disk", "cleanup_cache", "pool_diagnostics", "local_path"]
+__all__ = ["NullCache", "LocalDiskCache", "ReaderDiskCache", "check_local_disk", "cleanup_cache", "pool_diagnostics", "local_path"]
 
 #: Petastorm's LocalDiskCache default ``shards``: its size check divides the limit by it.
 _SHARDS = 6
@@ -53,44 +51,20 @@ class LocalDiskCache(NullCache):
             pass  # not empty (kept decoded row groups, or the user's files): kept
 
 
-class RowGroupDiskCache(LocalDiskCache):
-    """``make_reader``'s cache: each row group's decoded columns (``get(index, fill)``), pickled in
-    ``petastream-rows-<random>`` under ``directory``, a directory of this reader's alone (so
-    nothing another reader or an older dataset wrote is ever served), each file written under a
-    temporary name and renamed (a reader sees a whole file or none). Up to ``size_limit`` bytes:
-    row groups past it are decoded at every read. :meth:`cleanup` removes the reader's files."""
+class ReaderDiskCache(LocalDiskCache):
+    """``make_reader``'s cache: a directory of this reader's own, ``petastream-rows-<random>``
+    under ``directory`` (so nothing another reader or an older dataset wrote is ever served),
+    where its source keeps each row group's decoded columns (the shard cache, with
+    ``cache_decoded``: see :mod:`petastream.parquet.decoded`), up to ``size_limit`` bytes.
+    :meth:`cleanup` removes the reader's directory, then ``directory`` if that left it empty."""
 
     def __init__(self, directory: str, size_limit: int | None):
         super().__init__(directory)
         self.own = os.path.join(directory, f"petastream-rows-{secrets.token_hex(8)}")
         self.size_limit = size_limit
-        self._used = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: Any, fill_cache_func: Callable[[], Any]) -> Any:
-        path = os.path.join(self.own, f"{key}.pickle")
-        try:
-            with open(path, "rb") as f:
-                return pickle.load(f)
-        except FileNotFoundError:
-            pass
-        value = fill_cache_func()
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        with self._lock:
-            if self.size_limit is not None and self._used + len(data) > self.size_limit:
-                return value
-            self._used += len(data)
-        os.makedirs(self.own, exist_ok=True)
-        temporary = f"{path}.{secrets.token_hex(4)}.tmp"
-        with open(temporary, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-        return value
 
     def cleanup(self) -> None:
         shutil.rmtree(self.own, ignore_errors=True)
-        with self._lock:
-            self._used = 0
         super().cleanup()
 
 

@@ -78,3 +78,34 @@ def _include_partition(predicate: PredicateBase, schema: Any, piece: _store.RowG
     field = schema.fields.get(name)
     typed = field.numpy_dtype(value) if field is not None else value
     return bool(predicate.do_include({name: typed}))
+
+
+def row_source(location: Any, pieces: list[_store.RowGroupPiece], plan: RowPlan, fields: list[str], *,
+               from_directory: bool, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The :class:`~petastream.parquet.ParquetSource` of ``plan``'s row groups, reading
+    ``fields``, and each field's stored Arrow type (a partition key's: string, as Petastorm
+    reads it). Its shards are the selected row groups in Petastorm's order (a file named twice
+    is read twice, as Petastorm reads it), so the loader's shards are exactly Petastorm's
+    selection. ``options``: the source's (storage, shard cache, ``cache_limit``...)."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from petastream.parquet import ParquetSource
+    from petastream.parquet.plan import restrict
+
+    root = location.url.rstrip("/") + "/"
+    files = list(dict.fromkeys(p.path for p in pieces))
+    partitions = {name for p in pieces[:1] for name, _ in p.partition_keys}
+    stored = _store.footer(location, files[0]).schema.to_arrow_schema() if files else pa.schema([])
+    types = {f: pa.string() if f in partitions else stored.field(f).type for f in fields}
+    target = location.url if from_directory else [root + f for f in files]
+    source = ParquetSource(target, columns=fields, null_policy="rows", **options)
+    units = {(source.plan.files[u.file].ref.url.removeprefix(root), u.row_group): u for u in source.plan.units}
+    found = (units.get((plan.pieces[i].path, plan.pieces[i].row_group)) for i in sorted(plan.selected))
+    chosen = [u for u in found if u is not None]  # (a row group of no rows is no unit)
+    if chosen == source.plan.units:
+        return source, types
+    source.close()
+    ordered = restrict(dataclasses.replace(source.plan, units=chosen), [True] * len(chosen))
+    return ParquetSource(source.plan.root_urls, plan=ordered, null_policy="rows", **options), types

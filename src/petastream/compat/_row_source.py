@@ -47,6 +47,8 @@ class RowSource:
     location: Any
     schema: Unischema
     pieces: list[_store.RowGroupPiece]
+    #: Whether the URL named a directory (Hive partition keys are columns), not files one by one.
+    directory: bool = False
 
 
 def normalize_urls(dataset_url: Any) -> list[str]:
@@ -82,7 +84,7 @@ def _directory(location: Any, storage_options: dict | None) -> RowSource:
         raise RuntimeError("make_reader has failed. If you were trying to open a Parquet store that was not created "
                            "using Petastorm materialize_dataset and it contains only scalar columns, you may use "
                            f"make_batch_reader to read it.\nInner exception: {e}") from e
-    return RowSource(location, schema, pieces)
+    return RowSource(location, schema, pieces, directory=True)
 
 
 def _files(urls: list[str], storage_options: dict | None) -> RowSource:

@@ -65,6 +65,11 @@ STAND_INS: dict[str, type[SparkTypeStandIn]] = {
 }
 
 
+# Each class is also an attribute of this module, so that pickle finds it by name: a schema
+# travels to petastream's worker processes (make_reader's process pool) as any object does.
+globals().update(STAND_INS)
+
+
 def spark_type_name(spark_type: Any) -> str:
     """``'LongType'`` for ``LongType()``, from pyspark or a stand-in alike."""
     if isinstance(spark_type, SparkTypeStandIn):

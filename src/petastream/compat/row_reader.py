@@ -3,18 +3,27 @@ Petastorm (or by :mod:`petastream.compat.etl`), its codecs decoded; of a plain P
 file or a list of files, rows typed by the Parquet schema, with Petastorm's warning
 (:mod:`petastream.compat._row_source`).
 
-Which row groups are read is decided at open (:mod:`petastream.compat._row_plan`: ``filters``
-on partition keys, partition predicates, row-group selectors, ``cur_shard``/``shard_count`` by
-row group, as Petastorm); each epoch visits them (permuted by ``seed`` when
-``shuffle_row_groups``), each split into ``shuffle_row_drop_partitions`` items, loaded by
-``workers_count`` threads (:mod:`petastream.compat._row_load`: read, predicate, decode,
-transform) and yielded in the order they were handed out, so a seeded read is reproducible
-(Petastorm yields them as workers finish). ``reader_pool_type="process"`` loads in threads too
-(pyarrow's reads and numpy's decoding release the GIL); ``"dummy"`` loads in the iterating thread.
+It runs on the one pipeline (:mod:`petastream.pipeline`), as the native loaders do:
 
-``schema_fields=NGram(...)`` (:mod:`petastream.compat.ngram`) yields windows of rows, as Petastorm.
-``cache_type="local-disk"``: Petastorm's checks, then each row group's decoded columns kept on
-disk for the reader's later epochs (:mod:`._row_cache`).
+* which row groups are read is decided at open as Petastorm decides it
+  (:mod:`petastream.compat._row_plan`: ``filters`` on partition keys, partition predicates,
+  row-group selectors, ``cur_shard``/``shard_count`` by row group) and becomes the plan of a
+  :class:`~petastream.parquet.ParquetSource`: the node's shard cache for remote files (one
+  download per node, ``cache_limit``), read-ahead, pacing;
+* a :class:`~petastream.pipeline.BatchLoader` orders it (seeded; ``shuffle_row_groups``: row
+  groups permuted, each read in order; ``shuffle_row_drop_partitions``: in that many parts;
+  ``shuffle_rows``: rows shuffled) and runs the codec decoding, the per-row ``predicate`` and
+  the ``TransformSpec`` as its work stage (:mod:`petastream.compat._row_work`) in the
+  executor ``reader_pool_type`` names: decode threads, petastream's worker processes
+  (``"process"``), or the iterating thread (``"dummy"``);
+* rows are made here from its batches, in its order, so a seeded read is reproducible;
+  ``state_dict()``/``load_state_dict()`` resume exactly (the rows served are not served
+  again); ``on_error`` is the loader's bad-sample policy; ``stats()`` its figures.
+
+``schema_fields=NGram(...)`` (:mod:`petastream.compat.ngram`) yields windows of rows, as
+Petastorm, never across two row groups. ``cache_type="local-disk"``: Petastorm's checks, then
+each row group's decoded columns kept in a cache directory of the reader's own
+(:class:`~petastream.compat._row_cache.ReaderDiskCache`) for its later epochs.
 Refused with an error naming the argument: ``filesystem`` (use ``storage_options``),
 ``cache_extra_settings``, a filter on a column that is not a partition key (Petastorm ignored
 it); accepted without effect, as they tune Petastorm's own pools: ``results_queue_size``,
@@ -24,13 +33,13 @@ it); accepted without effect, as they tune Petastorm's own pools: ``results_queu
 from __future__ import annotations
 
 import collections.abc
+import functools
+import pickle
 import secrets
 import tempfile
 import threading
 import warnings
-from collections import deque
-from collections.abc import Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -39,83 +48,104 @@ from petastream.checks import positive_int
 from petastream.compat._checks import check_num_epochs
 from petastream.compat._row_cache import (
     NullCache,
-    RowGroupDiskCache,
+    ReaderDiskCache,
     check_local_disk,
     cleanup_cache,
     pool_diagnostics,
 )
-from petastream.compat._row_load import LoadSpec, load_piece
-from petastream.compat._row_plan import plan_row_groups
+from petastream.compat._row_ngram import NGramWindows
+from petastream.compat._row_plan import plan_row_groups, row_source
 from petastream.compat._row_source import SHARD_SEED_WARNING, normalize_urls, open_row_source
+from petastream.compat._row_work import KEPT, RowWork, as_parts
 from petastream.compat.errors import reset_early_error, stopped_error
 from petastream.compat.ngram import NGram
 from petastream.compat.transform import transform_schema
+from petastream.compat.unischema import row_type
 from petastream.errors import InvalidArgumentError
+from petastream.pipeline import BatchLoader, ThreadExecutor
+from petastream.pipeline.executor import Executor
+from petastream.pipeline.inline import InlineExecutor
+from petastream.pipeline.onerror import OnError
+from petastream.pipeline.work import PassWork
 
 __all__ = ["make_reader", "RowReader"]
+
+#: Rows per batch of the loader under the reader: an item of work for a worker.
+ROWS_PER_BATCH = 256
+_WHOLE_SHARDS = 1 << 62  # a block never spans two row groups: the blocks are the row groups
+
 
 class RowReader:
     """What :func:`make_reader` returns: an iterator of rows, safe to call from several threads
     (each row served once), with Petastorm's ``reset``/``stop``/``join``/``diagnostics``/
-    ``cleanup_cache`` and context manager."""
+    ``cleanup_cache`` and context manager, and petastream's ``state_dict``/``load_state_dict``
+    and ``stats``. ``loader``: the :class:`~petastream.pipeline.BatchLoader` read (None: no
+    row group was selected)."""
 
     is_batched_reader = False
     batched_output = False
 
-    def __init__(self, spec: LoadSpec, selected: list[int], *, shuffle_row_groups: bool, drop_partitions: int,
-                 num_epochs: int | None, seed: int | None, workers: int, pool_type: str = "thread",
-                 zmq_copy_buffers: bool = True, cache: NullCache | None = None):
-        self._spec = spec
-        self.schema = spec.out_schema
-        self.ngram = spec.ngram
-        self._selected = selected
-        self._shuffle = shuffle_row_groups
-        self._drop = drop_partitions
+    def __init__(self, loader: BatchLoader | None, *, schema: Any, ngram: Any, num_epochs: int | None,
+                 seed: int | None, pool_type: str = "thread", zmq_copy_buffers: bool = True,
+                 cache: NullCache | None = None, shuffle_rows: bool = False):
+        self.schema = schema
+        self.ngram = ngram
         self.num_epochs = num_epochs
         self.seed = seed
-        self._workers = workers
+        self.loader = loader
         self._pool_type = pool_type
         self._zmq_copy_buffers = zmq_copy_buffers
         self.cache = cache or NullCache()
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="petastream-make-reader") if workers > 1 else None
         self.stopped = False
         self.last_row_consumed = False
-        self._lock = threading.Lock()  # next() from several threads: one generator step at a time
-        self._pending: deque[Future] = deque()
-        self._handed_out = 0
+        self._lock = threading.RLock()  # next() from several threads: one generator step at a time
+        self._fields = list(schema.fields)
+        #: The columns of the loader's items, in order (:func:`row_parts`).
+        self._keys = row_parts(schema, ngram)
+        self._row_type = row_type(schema)
+        self._windows = (NGramWindows(ngram, schema, loader.dataset.shard_offsets, shuffle_rows, seed)
+                         if ngram and loader else None)
+        if loader is not None and self._windows is not None:
+            loader.work_stages.append(self._note_plan)
+        self._handed_out = 0  # batches taken from the loader, all iterations
+        self._taken = 0  # batches taken in this iteration
+        self._served = self._batch_rows = 0  # rows of the current batch served, and its rows
+        self._resume_row = 0  # rows of the first batch already served (a loaded state)
+        self._epochs_left = num_epochs  # of the read (a loaded state may have used some)
         self._rows: Generator[Any, None, None] = self._generate()
 
-    # -- the items of a read --------------------------------------------------------------------
-    def _items(self) -> Iterator[tuple[int, tuple[int, int], int | None]]:
-        rng = np.random.default_rng(self.seed)
-        epoch = 0
-        while self.num_epochs is None or epoch < self.num_epochs:
-            items = [(i, (k, self._drop)) for i in self._selected for k in range(self._drop)]
-            if self._shuffle:
-                items = [items[j] for j in rng.permutation(len(items))]
-            row_seed = None if self.seed is None else self.seed + epoch
-            for index, drop in items:
-                yield index, drop, row_seed
-            epoch += 1
-            if not items:
-                return
+    # -- the rows of a read ---------------------------------------------------------------------
+    def _note_plan(self, work: PassWork) -> PassWork:
+        """A work stage (in the iterating thread, before each pass): the pass's plan, from which
+        the n-gram windows learn each row's row group."""
+        assert self._windows is not None
+        self._windows.add_plan(work.plan)
+        return work
+
+    def _make_rows(self, parts: tuple[Any, ...]) -> list[Any]:
+        batch = dict(zip(self._keys, parts))  # (the loader's convert made a tuple: see as_parts)
+        if self._windows is not None:
+            return self._windows.take(batch)
+        columns = [batch[k] for k in self._fields]
+        return [self._row_type(*values) for values in zip(*columns)] if len(columns[0]) else []
 
     def _generate(self) -> Generator[Any, None, None]:
-        items = self._items()
-        if self._pool is None:
-            for index, drop, row_seed in items:
-                self._handed_out += 1
-                yield from load_piece(self._spec, index, drop, row_seed)
+        if self.loader is None or (self._epochs_left is not None and self._epochs_left <= 0):
             return
-        pending = self._pending = deque()
-        ahead = 2 * self._workers
-        for item in items:
-            pending.append(self._pool.submit(load_piece, self._spec, *item))
+        skip, self._resume_row = self._resume_row, 0
+        self._taken = 0
+        self._served = self._batch_rows = 0
+        for batch in self.loader:
+            self._taken += 1
             self._handed_out += 1
-            if len(pending) >= ahead:
-                yield from pending.popleft().result()
-        while pending:
-            yield from pending.popleft().result()
+            rows = self._make_rows(batch)
+            self._batch_rows, self._served = len(rows), min(skip, len(rows))
+            for j in range(self._served, len(rows)):
+                self._served = j + 1
+                yield rows[j]
+            skip = 0
+        if self._windows is not None:
+            yield from self._windows.flush()
 
     # -- Petastorm's Reader interface -----------------------------------------------------------
     def __iter__(self) -> RowReader:
@@ -136,28 +166,70 @@ class RowReader:
 
     @property
     def diagnostics(self) -> dict[str, Any]:
-        """Petastorm's keys for the pool type, counting row-group loads (see
+        """Petastorm's keys for the pool type, counting the loader's batches (see
         :func:`~petastream.compat._row_cache.pool_diagnostics`)."""
-        pending = list(self._pending)
-        done = sum(f.done() for f in pending)
-        return pool_diagnostics(self._pool_type, waiting=done, handed_out=self._handed_out,
-                                done=self._handed_out - len(pending) + done, zmq_copy_buffers=self._zmq_copy_buffers)
+        return pool_diagnostics(self._pool_type, waiting=0, handed_out=self._handed_out, done=self._handed_out,
+                                zmq_copy_buffers=self._zmq_copy_buffers)
+
+    def stats(self) -> dict[str, Any]:
+        """The loader's figures (:meth:`petastream.pipeline.BatchLoader.stats`): rows and batches,
+        waits, decode time per worker, cache hits, bytes and GETs fetched, samples skipped."""
+        return self.loader.stats() if self.loader is not None else {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The position after the rows served so far (JSON): ``load_state_dict`` on a reader of
+        the same dataset and arguments serves the rest, none twice, and leaves out the samples
+        ``on_error`` skipped."""
+        with self._lock:
+            if self._windows is not None:
+                raise InvalidArgumentError("state_dict: a reader of NGram windows does not resume mid-epoch; "
+                                           "read NGram windows from the start of an epoch")
+            if self.loader is None:
+                return {"loader": None, "row": 0}
+            if self._taken == 0:
+                return {"loader": self.loader.state_dict(), "row": self._resume_row}
+            if self._served >= self._batch_rows:
+                return {"loader": self.loader.state_dict(self._taken), "row": 0}
+            return {"loader": self.loader.state_dict(self._taken - 1), "row": self._served}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume where ``state`` (from :meth:`state_dict`) stands: the next row is the first one
+        not served then."""
+        if not isinstance(state, dict) or "loader" not in state or "row" not in state:
+            raise InvalidArgumentError(f"load_state_dict: expected a RowReader.state_dict(), got {state!r}")
+        with self._lock:
+            self._rows.close()
+            if self.loader is not None and state["loader"] is not None:
+                self.loader.load_state_dict(state["loader"])
+                if self.num_epochs is not None:  # the read's epochs left, not num_epochs more
+                    planner = self.loader.planner
+                    self._epochs_left = self.num_epochs - planner.epoch - int(planner.epoch_complete)
+                    self.loader.driver.num_epochs = max(1, self._epochs_left)
+            self._resume_row = int(state["row"])
+            self.last_row_consumed = False
+            self._rows = self._generate()
 
     def reset(self) -> None:
+        """Petastorm's: the read again from its first epoch, once the last row was consumed."""
         with self._lock:
             if not self.last_row_consumed:
                 raise reset_early_error()
             self.last_row_consumed = False
+            if self.loader is not None:
+                self.loader.driver.num_epochs = self.num_epochs
+                self._epochs_left = self.num_epochs
+                self.loader.set_epoch(0)
             self._rows = self._generate()
 
     def stop(self) -> None:
         self.stopped = True
 
     def join(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        """Ends the read: the loader's workers stop (a process pool is parked for a later reader)."""
         with self._lock:
-            self._rows.close()  # its loads are cancelled or done: nothing left in flight
+            self._rows.close()
+        if self.loader is not None:
+            self.loader.close()
 
     def cleanup_cache(self) -> None:
         """Petastorm's: removes the ``cache_type="local-disk"`` directory when it is empty (see
@@ -171,6 +243,11 @@ class RowReader:
         self.stop()
         self.join()
         cleanup_cache(self.cache, announce=False)
+
+
+def row_parts(schema: Any, ngram: Any) -> tuple[str, ...]:
+    """The columns of the loader's items (the work stage's, as a tuple: :func:`as_parts`)."""
+    return (*schema.fields, *((KEPT,) if ngram is not None else ()))
 
 
 def _schema_view(stored: Any, schema_fields: Any, dataset_url: Any) -> Any:
@@ -198,9 +275,9 @@ def _refuse(name: str, value: Any, default: Any, instead: str) -> None:
 
 def _cache(cache_type: str | None, cache_location: str | None, cache_size_limit: int | None,
            cache_row_size_estimate: int | None, cache_extra_settings: dict | None,
-           drop_partitions: int) -> NullCache | None:
+           drop_partitions: int) -> ReaderDiskCache | None:
     """Petastorm's ``cache_type`` checks. ``"local-disk"``: decoded row groups kept on disk for the
-    reader's life (:class:`~petastream.compat._row_cache.RowGroupDiskCache`), the arguments checked
+    reader's life (:class:`~petastream.compat._row_cache.ReaderDiskCache`), the arguments checked
     and the combinations refused as Petastorm's worker refuses them (there at the first read,
     here at once)."""
     if cache_type in (None, "null"):
@@ -212,7 +289,52 @@ def _cache(cache_type: str | None, cache_location: str | None, cache_size_limit:
     if drop_partitions > 1:
         raise RuntimeError("Local cache is not supported together with shuffle_row_drop_partitions > 1")
     # Without a location Petastorm's diskcache made a temporary directory: so does this one.
-    return RowGroupDiskCache(directory or tempfile.mkdtemp(prefix="petastream-cache-"), cache_size_limit)
+    return ReaderDiskCache(directory or tempfile.mkdtemp(prefix="petastream-cache-"), cache_size_limit)
+
+
+def _order(shuffle_row_groups: bool, shuffle_rows: bool, drop_partitions: int, ngram: Any,
+           shard_sizes: np.ndarray) -> dict[str, Any]:
+    """The loader's order, Petastorm's where it is observable: row groups permuted, each read in
+    stored order (in ``drop_partitions`` parts, each its own block); ``shuffle_rows``: rows
+    shuffled within the loader's window (Petastorm: within each row group; this mixes at least
+    as much); n-grams: whole row groups, in order (windows are made within one)."""
+    if ngram is not None:
+        return dict(shuffle=bool(shuffle_row_groups), window=1, block_size=_WHOLE_SHARDS)
+    if shuffle_rows:
+        return dict(shuffle=True, window=None, block_size=None)
+    if not shuffle_row_groups:
+        return dict(shuffle=False, window=None, block_size=None)
+    block = _WHOLE_SHARDS
+    if drop_partitions > 1 and len(shard_sizes):
+        block = max(1, int(np.median(shard_sizes)) // drop_partitions)
+    return dict(shuffle=True, window=1, block_size=block)
+
+
+def _too_small(source: Any, limit: int | None) -> bool:
+    """Whether a cache of ``limit`` bytes holds fewer than the 3 decoded row groups a shuffled
+    read through it needs (:mod:`petastream.stream.budget`)."""
+    largest = max((u.decoded for u in source.plan.units), default=0)
+    return limit is not None and int(limit) < 3 * largest
+
+
+def _executor(pool_type: str, workers: int, work: RowWork) -> Executor:
+    """``reader_pool_type`` as an executor: decode threads, petastream's worker processes, or the
+    iterating thread (``"dummy"``). Processes need the work to pickle (a ``TransformSpec`` of a
+    lambda does not): otherwise threads, with a warning."""
+    if pool_type == "dummy":
+        return InlineExecutor()
+    if pool_type == "process":
+        try:
+            pickle.dumps(work)
+        except Exception as e:  # noqa: BLE001 - any pickling failure means: not in processes
+            warnings.warn(f"make_reader(reader_pool_type='process'): the predicate or transform_spec does not "
+                          f"pickle ({type(e).__name__}: {e}), so rows are decoded in threads; define its "
+                          "functions at module level to decode in processes", UserWarning, stacklevel=3)
+        else:
+            from petastream.pipeline.procpool import ProcessExecutor
+
+            return ProcessExecutor(workers, slots=4)
+    return ThreadExecutor(workers, 2)
 
 
 def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_pool_type: str = "thread",
@@ -225,14 +347,22 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
                 cache_extra_settings: dict | None = None, hdfs_driver: str = "libhdfs3",
                 transform_spec: Any = None, filters: Any = None, storage_options: dict | None = None,
                 zmq_copy_buffers: bool = True, filesystem: Any = None,
-                convert_early_to_numpy: bool = False) -> RowReader:
-    """Petastorm's signature, defaults, checks and warnings (see the module doc)."""
+                convert_early_to_numpy: bool = False, cache_limit: int | str | None = None,
+                on_error: OnError = "raise") -> RowReader:
+    """Petastorm's signature, defaults, checks and warnings (see the module doc), and
+    petastream's: ``cache_limit`` (bytes or ``"50gb"``; default ``$PETASTREAM_CACHE_LIMIT``)
+    bounds the node's shard cache of remote files (``$PETASTREAM_CACHE_DIR``), which the
+    ranks of a node share (each file or row group downloaded once per node); ``on_error``:
+    what a row that fails to decode, or in the ``transform_spec``, does (``"raise"``, default,
+    naming the dataset, row and column; ``"skip"``; ``"warn"``; or ``fn(BadSample) -> bool``,
+    see :mod:`petastream.pipeline.onerror`): skipped rows are counted in ``stats()`` and
+    recorded in ``state_dict()``."""
     urls = normalize_urls(dataset_url)
     _refuse("filesystem", filesystem, None, "pass the URL with storage_options for its fsspec filesystem")
     shuffle_row_drop_partitions = positive_int("shuffle_row_drop_partitions", shuffle_row_drop_partitions,
                                                "parts each row group is read in")
     cache = _cache(cache_type, cache_location, cache_size_limit, cache_row_size_estimate, cache_extra_settings,
-                     shuffle_row_drop_partitions)
+                   shuffle_row_drop_partitions)
     if reader_pool_type not in ("thread", "process", "dummy"):
         raise ValueError(f"Unknown reader_pool_type: {reader_pool_type}")
     if reader_pool_type == "process" and pyarrow_serialize:
@@ -240,12 +370,12 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
                       "The argument no longer has any effect.", UserWarning, stacklevel=2)
     check_num_epochs("make_reader", num_epochs)
     num_epochs = None if num_epochs is None else int(num_epochs)
-    source = open_row_source(urls, storage_options)
-    read_schema = _schema_view(source.schema, schema_fields, urls[0] if len(urls) == 1 else urls)
+    opened = open_row_source(urls, storage_options)
+    read_schema = _schema_view(opened.schema, schema_fields, urls[0] if len(urls) == 1 else urls)
     out_schema = transform_schema(read_schema, transform_spec) if transform_spec else read_schema
     if shard_seed:
         warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
-    plan = plan_row_groups(source.location, source.pieces, source.schema, predicate, rowgroup_selector, cur_shard,
+    plan = plan_row_groups(opened.location, opened.pieces, opened.schema, predicate, rowgroup_selector, cur_shard,
                            shard_count, shard_seed if shard_seed else seed, filters)
     if cache is not None and plan.worker_predicate is not None:
         raise RuntimeError("Local cache is not supported together with predicates, unless the dataset is "
@@ -257,8 +387,34 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
     if ngram is not None and not ngram.timestamp_overlap and shuffle_row_drop_partitions > 1:
         raise NotImplementedError("Using timestamp_overlap=False is not implemented with"
                                   " shuffle_options.shuffle_row_drop_partitions > 1")
-    spec = LoadSpec(source.location, plan.pieces, read_schema, out_schema, plan.worker_predicate, transform_spec,
-                    bool(shuffle_rows), seed, ngram, cache if isinstance(cache, RowGroupDiskCache) else None)
-    return RowReader(spec, plan.selected, shuffle_row_groups=bool(shuffle_row_groups),
-                     drop_partitions=shuffle_row_drop_partitions, num_epochs=num_epochs, seed=seed, workers=workers,
-                     pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=cache)
+    if ngram is not None and on_error != "raise":
+        raise InvalidArgumentError("make_reader(on_error=...): NGram windows need every row of a row group; "
+                                   "use on_error='raise' with an NGram")
+    options: dict[str, Any] = {"storage_options": storage_options, "cache_limit": cache_limit}
+    if cache is not None:  # decoded row groups in the reader's own directory (removed with it)
+        options.update(cache_decoded=True, cache_dir=cache.own,
+                       cache_limit=cache_limit if cache_limit is not None else cache.size_limit)
+    source, types = row_source(opened.location, opened.pieces, plan, list(read_schema.fields),
+                               from_directory=opened.directory, options=options)
+    if cache is not None and cache_limit is None and _too_small(source, cache.size_limit):
+        # Petastorm's cache decodes the row groups past its limit at every read: so here, all of
+        # them, when the limit holds too few for a shuffled read through the cache.
+        source.close()
+        options.update(cache_decoded=None, cache_dir=None, cache_limit=None)
+        source, types = row_source(opened.location, opened.pieces, plan, list(read_schema.fields),
+                                   from_directory=opened.directory, options=options)
+    loader = None
+    if len(source):
+        work = RowWork(read_schema, tuple(out_schema.fields), types, plan.worker_predicate, transform_spec,
+                       ngram is not None)
+        loader = BatchLoader(source, batch_size=ROWS_PER_BATCH, seed=seed or 0, num_epochs=num_epochs,
+                             columns=list(read_schema.fields), num_workers=workers, transform=work,
+                             convert=functools.partial(as_parts, row_parts(out_schema, ngram)),
+                             executor=_executor(reader_pool_type, workers, work), on_error=on_error,
+                             **_order(bool(shuffle_row_groups), bool(shuffle_rows), shuffle_row_drop_partitions,
+                                      ngram, source.shard_sizes))
+    else:
+        source.close()
+    return RowReader(loader, schema=out_schema, ngram=ngram, num_epochs=num_epochs, seed=seed,
+                     pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=cache,
+                     shuffle_rows=bool(shuffle_rows))

@@ -20,6 +20,7 @@ integer columns, which a plan reads as float64 where the footers' statistics cou
 booleans, read as Python objects then; the text ``'None'`` for strings (Petastorm's
 ``astype(str)``); NaT (``int64`` min) for dates and timestamps; NaN for null elements of float
 arrays; null arrays, and null elements of other arrays, stay errors (Petastorm fails on them).
+``"rows"``: as ``"petastorm"`` but a null string is None (what ``make_reader`` rows hold).
 Columns without nulls take the same path under every policy.
 """
 
@@ -38,7 +39,7 @@ from petastream.spark import NullValuesError
 
 __all__ = ["prepare", "constant", "take", "empty", "Text", "Json", "NULL_POLICIES", "NullValuesError"]
 
-NULL_POLICIES = ("error", "fill", "petastorm")
+NULL_POLICIES = ("error", "fill", "petastorm", "rows")
 _NS_PER = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _NS_PER_DAY = 86_400 * 10**9
 
@@ -101,8 +102,8 @@ def prepare(spec: ColumnSpec, arr: Any, null_policy: str, where: str) -> Any:
     fill = null_policy == "fill"
     try:
         if spec.kind not in ("fixed", "list", "json", "object") and arr.null_count:
-            if null_policy == "petastorm":
-                return _petastorm_nulls(spec, arr, where)
+            if null_policy in ("petastorm", "rows"):
+                return _petastorm_nulls(spec, arr, where, null_policy)
             if not fill:
                 raise _null_error(spec, where, arr.null_count)
             arr = _fill_scalar(spec, arr)
@@ -114,13 +115,16 @@ def prepare(spec: ColumnSpec, arr: Any, null_policy: str, where: str) -> Any:
 _NAT = np.iinfo(np.int64).min  # numpy's NaT, as the int64 nanoseconds dates and timestamps are read as
 
 
-def _petastorm_nulls(spec: ColumnSpec, arr: Any, where: str) -> Any:
-    """A scalar column holding nulls, as Petastorm's batch reader gives it (see the module doc)."""
+def _petastorm_nulls(spec: ColumnSpec, arr: Any, where: str, policy: str = "petastorm") -> Any:
+    """A scalar column holding nulls, as Petastorm's batch reader gives it (see the module doc);
+    ``policy="rows"``: a null string is None, as Petastorm's ``make_reader`` gives it."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if spec.kind == "plain" and spec.dtype[:5] == "float":  # nulls are NaN (an integer column: float64)
         return arr.cast(pa.from_numpy_dtype(np.dtype(spec.dtype))).to_numpy(zero_copy_only=False)
+    if spec.kind == "str" and policy == "rows":
+        return _text(spec, arr, policy, where)  # its objects hold None where null
     if spec.kind == "str":  # Petastorm's astype(np.str_) of an object array writes None as 'None'
         return _text(spec, pc.fill_null(arr, pa.scalar("None", arr.type)), "petastorm", where)
     if spec.kind in ("bytes", "decimal"):  # objects: None where null

@@ -257,7 +257,7 @@ def make_plan(discovery: Discovery, *, columns: Columns, expr: Any, rows_per_sha
     for ref, (footer, _) in zip(read, footers):
         _check_schema(ref.url, footer.metadata, physical, first_ref.url, columns is not None, lengths, renames)
     leaves_of = [_served_leaves(footer.metadata, list(physical), renames) for footer, _ in footers]
-    if null_policy == "petastorm":
+    if null_policy in ("petastorm", "rows"):
         specs = _holding_nulls(specs, footers, leaves_of)
     infos: list[FileInfo] = []
     units: list[Unit] = []

@@ -17,6 +17,7 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
                                        failed read or transform (isolate.py), skipped or raised
       run by an Executor (executor.py), items in plan order (ordered.py):
           threads.py                 ThreadExecutor: decode threads
+          inline.py                  InlineExecutor: the iterating thread (compat's 'dummy' pool)
           procpool/                  ProcessExecutor: our own worker processes, shared-memory
                                        hand-over, parked between passes; AutoExecutor
           petastream.torch           DataLoaderExecutor: DataLoader worker processes
@@ -31,7 +32,9 @@ A loader is ``(source, planner, work, executor, stages)``; each piece has its ow
 :class:`~petastream.pipeline.loader.BatchLoader` composes them (numpy batches);
 :mod:`petastream.torch`, :mod:`petastream.tf` and :mod:`petastream.compat` build their loaders
 from values (a convert, an executor, work stages, stages) and keep no epoch loop of their
-own. Nothing here imports a framework.
+own: compat's ``make_reader`` too (its codec decoding, predicate and ``TransformSpec`` are the
+``transform`` of a ``BatchLoader`` over a ``ParquetSource``, its rows made from the batches).
+Nothing here imports a framework.
 """
 
 from petastream.errors import SupersededError
