@@ -203,7 +203,7 @@ def _remove_cache_metadata_and_data(cache_dir_url: str) -> None:
             if meta.cache_dir_url == cache_dir_url:
                 _cache_df_meta_list.pop(i)
                 break
-        materializer._REGISTRY.forget(cache_dir_url)  # re-converting must materialize again
+        materializer.forget_conversion(cache_dir_url)  # re-converting must materialize again
     leases.release(cache_dir_url, explicit=True, delete=_forget_and_delete)
 
 

@@ -54,11 +54,17 @@ from petastream.spark.schema import (
 )
 from petastream.storage.location import is_remote_mount, local_path, resolve
 
-__all__ = ["materialize", "MaterializedDataset", "default_compression", "parent_cache_dir"]
+__all__ = ["materialize", "MaterializedDataset", "default_compression", "forget_conversion", "parent_cache_dir"]
 
 log = logging.getLogger("petastream.spark")
 
 _REGISTRY = cache.Registry()
+
+
+def forget_conversion(url: str) -> None:
+    """Forget the dataset at ``url`` in this process's de-dup of DataFrames: converting the
+    same DataFrame again materializes it again (after its dataset was deleted)."""
+    _REGISTRY.forget(url)
 
 
 @dataclass
