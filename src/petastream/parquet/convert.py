@@ -33,9 +33,8 @@ import numpy as np
 
 from petastream.columns.ragged import Ragged
 from petastream.columns.text import binary_as_ragged
-from petastream.errors import EncodingError, InternalError
+from petastream.errors import EncodingError, InternalError, NullValuesError
 from petastream.parquet.types import ColumnSpec
-from petastream.spark import NullValuesError
 
 __all__ = ["prepare", "constant", "take", "empty", "Text", "Json", "NULL_POLICIES", "NullValuesError"]
 

@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from petastream.checks import positive_int
-from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.spark import UnsupportedColumnError
+from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, UnsupportedColumnError
 
 __all__ = ["ColumnSpec", "column_specs", "nullable_spec", "UnsupportedColumnError"]
 
