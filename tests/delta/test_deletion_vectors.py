@@ -127,3 +127,51 @@ def test_escaped_partition_directories_get_their_deletion_vectors(tmp_path):
     assert sorted(zip(got["id"].tolist(), got["k"].tolist())) == [(4 + i, k) for i, k in enumerate(keys)]
     assert sorted(got["id"].tolist()) == deltalake_ids(path)
     assert len(DeltaSource(path, filters=[("k", "=", "x/y")])) == 1
+
+
+@pytest.mark.parametrize("strings", ["objects", "ragged"])
+def test_deleted_rows_leave_every_column_aligned(tmp_path, strings):
+    """A row group keeping most of its rows is loaded whole and read through its kept rows'
+    positions (parquet.load.WHOLE_AT), one keeping few is copied: either way each served row's
+    strings, bytes, lists and partition value are its own (checked against the id they derive
+    from), in plain reads, sliced shards and a shuffled loader."""
+    from deltalake import write_deltalake
+
+    path = str(tmp_path / "dv")
+    n = 1000
+    ids = np.arange(n)
+    t = pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array([f"n{i}" for i in ids]),
+                  "blob": pa.array([bytes([i % 251]) * (i % 7) for i in ids], pa.binary()),
+                  "vals": pa.array([[float(i)] * (i % 4) for i in ids], pa.list_(pa.float64())),
+                  "part": pa.array(["a" if i % 2 == 0 else "b" for i in ids])})
+    write_deltalake(path, t, partition_by=["part"], writer_properties=_small_row_groups(100))
+    files = add_paths(path)
+    # File 'a': a few rows of each row group (loaded whole); file 'b': most rows (copied).
+    deleted = {files[0]: [j for j in range(500) if j % 50 == 7], files[1]: [j for j in range(500) if j % 4]}
+    delete_rows(path, deleted)
+    expect = deltalake_ids(path)
+    assert len(expect) == 1000 - 10 - 375
+
+    def check(batch) -> None:
+        got_ids = [int(i) for i in batch["id"]]
+        # strings="ragged": each value's bytes as a uint8 array; "objects" (the loader's): str / bytes
+        names, parts = ([v if isinstance(v, str) else bytes(v).decode() for v in (batch[c][k] for k in range(len(got_ids)))]
+                        for c in ("name", "part"))
+        blobs = [bytes(batch["blob"][k]) for k in range(len(got_ids))]
+        assert list(names) == [f"n{i}" for i in got_ids]
+        assert [bytes(b) for b in blobs] == [bytes([i % 251]) * (i % 7) for i in got_ids]
+        assert [list(batch["vals"][k]) for k in range(len(got_ids))] == [[float(i)] * (i % 4) for i in got_ids]
+        assert list(parts) == ["a" if i % 2 == 0 else "b" for i in got_ids]
+
+    for src in (DeltaSource(path), DeltaSource(path, rows_per_shard=30)):
+        src.strings = strings  # as a loader sets it
+        everything = src.read(np.arange(len(src)))
+        assert sorted(int(i) for i in everything["id"]) == expect
+        check(everything)
+        check(src.read(np.random.default_rng(3).permutation(len(src))[:200]))
+        check(src.read_shard(1))  # a shard whole: its rows as a slice of the row group's kept rows
+    served = []
+    for batch in BatchLoader(DeltaSource(path), batch_size=64, shuffle=True, seed=2):
+        check(batch)
+        served += [int(i) for i in batch["id"]]
+    assert sorted(served) == expect

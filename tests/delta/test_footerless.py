@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from petastream.delta import DeltaSource
@@ -101,3 +102,53 @@ def test_a_file_without_a_column_read_is_an_error_when_first_loaded(tmp_path):
     with pytest.raises(FormatError, match="k=b.*has no column 'y'"):
         src.read(np.arange(20), ["id", "y"])
     assert len(DeltaSource(path, columns=["id", "x"]).read(np.arange(20), ["id"])["id"]) == 20
+
+
+def test_log_statistics_and_partition_values_per_file(tmp_path):
+    """What the snapshot takes from each add action, read a column at a time
+    (delta.log.open_snapshot), against the log's own records: row counts and top-level null
+    counts where the log has statistics (a struct column's are not kept), none for a file
+    committed without statistics (planned from its footer), null partition values as None."""
+    import json
+    import os
+    import shutil
+
+    from deltalake import DeltaTable, write_deltalake
+
+    from petastream.delta.log import open_snapshot
+    from petastream.storage.location import resolve
+
+    path = str(tmp_path / "s")
+    t = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "x": pa.array([None, 1.0, 2.0, None]),
+                  "s": pa.array([{"a": 1}, None, {"a": 3}, {"a": None}], pa.struct([("a", pa.int64())])),
+                  "k": pa.array(["p", None, "p", "q"]), "j": pa.array([1, 1, None, 2], pa.int32())})
+    write_deltalake(path, t, partition_by=["k", "j"])
+    # A copy of one file, committed by hand without statistics (writers may omit them).
+    copied = "k=p/extra.parquet"
+    source = add_paths(path)[0]
+    shutil.copy(os.path.join(path, source), os.path.join(path, copied))
+    add = {"path": copied, "partitionValues": {"k": "p", "j": "1"}, "size": os.path.getsize(os.path.join(path, copied)),
+           "modificationTime": 0, "dataChange": True}
+    with open(os.path.join(path, "_delta_log", f"{1:020d}.json"), "w") as f:
+        f.write(json.dumps({"add": add}) + "\n")
+    log = {a["path"]: a for a in pa.table(DeltaTable(path).get_add_actions(flatten=False)).to_pylist()}
+    snap = open_snapshot(resolve(path, None))
+    assert [n for n, _ in snap.partition_fields] == ["k", "j"] and len(snap.files) == len(log) == 5
+    for f in snap.files:
+        want = log[f.path]
+        assert f.partition == (want["partition"]["k"], want["partition"]["j"])
+        if f.path == copied:
+            assert f.num_records is None and f.null_counts == () and f.partition == ("p", 1)
+            continue
+        assert f.num_records == want["num_records"]
+        assert dict(f.null_counts) == {"id": want["null_count"]["id"], "x": want["null_count"]["x"]}  # 's': nested
+    assert sorted((f.partition for f in snap.files), key=repr) == sorted(
+        [("p", 1), ("p", 1), (None, 1), ("p", None), ("q", 2)], key=repr)
+    assert {f.null_counts for f in snap.files if f.partition == ("q", 2)} == {(("id", 0), ("x", 1))}
+    # Read whole: the copied file's rows (from its footer) and every partition value.
+    src = DeltaSource(path, columns=["id", "k", "j"], null_policy="fill")  # 's': a struct, not served
+    got = src.read(np.arange(len(src)))
+    copy_ids = pq.read_table(os.path.join(path, source)).column("id").to_pylist()
+    assert len(src) == 5 and sorted(got["id"].tolist()) == sorted([1, 2, 3, 4, *copy_ids])
+    assert {(int(i), str(k), int(j)) for i, k, j in zip(got["id"], got["k"], got["j"])} >= {(4, "q", 2)}
+

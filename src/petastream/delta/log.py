@@ -186,18 +186,42 @@ def same_file(a: str) -> str:
     return posixpath.normpath(path.replace(os.sep, "/")).lstrip("/")
 
 
+def _arrow(data: Any) -> Any:
+    """deltalake's Arrow data (an arro3 table or reader) as a ``pyarrow.Table``, through the
+    Arrow C stream: ``pyarrow.table(data)`` first asks whether it is a pandas DataFrame, which
+    imports pandas (0.7-1.3 s in a fresh process here: most of a cold open of 10,000 files)."""
+    import pyarrow as pa
+
+    return (data if isinstance(data, pa.RecordBatchReader) else pa.RecordBatchReader.from_stream(data)).read_all()
+
+
 def _keep_masks(table: Any) -> dict[str, np.ndarray]:
     """Each file with a deletion vector: its keep mask (rows past the mask's end are kept)."""
     import pyarrow as pa
 
-    reader = table.deletion_vectors()
     out: dict[str, np.ndarray] = {}
-    for batch in pa.RecordBatchReader.from_stream(reader) if not isinstance(reader, pa.RecordBatchReader) else reader:
+    for batch in _arrow(table.deletion_vectors()).to_batches():
         paths = batch.column("filepath").to_pylist()
-        vectors = batch.column("selection_vector")
-        for i, path in enumerate(paths):
-            out[same_file(path)] = vectors[i].values.to_numpy(zero_copy_only=False).astype(bool)
+        vectors = batch.column("selection_vector")  # list<bool>: one keep mask per file
+        values = vectors.values
+        bits = np.unpackbits(np.frombuffer(values.buffers()[1], np.uint8), bitorder="little")
+        keep = bits[values.offset:values.offset + len(values)].astype(bool)
+        width = np.int64 if vectors.type.id == pa.large_list(pa.bool_()).id else np.int32
+        ends = np.frombuffer(vectors.buffers()[1], width)[vectors.offset:vectors.offset + len(vectors) + 1]
+        for path, a, b in zip(paths, ends[:-1].tolist(), ends[1:].tolist()):
+            out[same_file(path)] = keep[a:b]
     return out
+
+
+def _struct_fields(actions: Any, name: str) -> dict[str, Any]:
+    """The fields of the add actions' struct column ``name`` (none: {}), each an Arrow array
+    null where the struct is (a file without statistics)."""
+    import pyarrow as pa
+
+    if name not in actions.column_names or not pa.types.is_struct(actions.schema.field(name).type):
+        return {}
+    column = actions.column(name).combine_chunks()
+    return {f.name: child for f, child in zip(column.type, column.flatten())}
 
 
 def _pruned(table: Any, prune: Any) -> set[str] | None:
@@ -223,20 +247,24 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
     partition_names = list(table.metadata().partition_columns or [])
     fields = _arrow_fields(table)
     types = {n: t for n, t, _ in fields}
-    actions = pa.table(table.get_add_actions(flatten=False))
+    actions = _arrow(table.get_add_actions(flatten=False))
     paths = actions.column("path").to_pylist()
+    n = len(paths)
     sizes = actions.column("size_bytes").to_pylist()
-    parts = (actions.column("partition").to_pylist() if partition_names and "partition" in actions.column_names
-             else [{}] * len(paths))
-    records = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [None] * len(paths)
-    nulls = (actions.column("null_count").to_pylist() if "null_count" in actions.column_names
-             else [None] * len(paths))
+    records = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [None] * n
+    # Partition values and null counts a column at a time (a dict per file was most of the
+    # log's share of opening 10,000 files); nested columns' counts are not kept.
+    given = _struct_fields(actions, "partition")
+    values_of = list(zip(*(given[p].to_pylist() if p in given else [None] * n for p in partition_names))) \
+        if partition_names else [()] * n
+    counts = [(name, col.to_pylist()) for name, col in _struct_fields(actions, "null_count").items()
+              if pa.types.is_integer(col.type)]
     root = same_file(loc.url)
     kept = _pruned(table, prune) if prune is not None else None
     masks = _keep_masks(table) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
     files, keys = [], set()
     match = bool(masks) or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
-    for path, size, part, count, nulls_of in zip(paths, sizes, parts, records, nulls):
+    for i, (path, size, values, count) in enumerate(zip(paths, sizes, values_of, records)):
         absolute = "://" in path and bool(urlparse(path).scheme)
         rel = path if absolute else unquote(path)  # the log's paths are URL-encoded
         key = (same_file(path) if absolute else same_file(f"{root}/{path}")) if match else rel
@@ -246,8 +274,7 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
         keys.add(key)
         if kept is not None and key not in kept:
             continue
-        values = tuple((part or {}).get(name) for name in partition_names)
-        known = tuple((k, int(v)) for k, v in (nulls_of or {}).items() if isinstance(v, int))  # nested: skipped
+        known = tuple((name, of[i]) for name, of in counts if of[i] is not None)
         files.append(DeltaFile(rel, int(size), values, masks.get(key),
                                None if count is None else int(count), known))
     unmatched = sorted(set(masks) - keys)

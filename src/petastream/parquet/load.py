@@ -33,17 +33,30 @@ __all__ = ["Loaded", "RowGroups", "PACKED_KINDS"]
 
 #: Column kinds (:class:`~petastream.parquet.types.ColumnSpec`) of numpy values of one size.
 PACKED_KINDS = ("plain", "bool", "date", "timestamp", "fixed")
+#: A row group whose selection keeps at least this share of its rows is loaded whole, its
+#: other columns read through the kept rows' positions (:attr:`Loaded.index`): copying every
+#: column but a few rows (a Delta table's deletion vectors) cost about as much as decoding the
+#: row group's binary and string columns. A sparser selection is copied (the loaded row
+#: group's memory estimate counts the kept rows: whole, it holds at most a third more).
+WHOLE_AT = 0.75
 
 
 class Loaded:
-    """One loaded row group: its fixed-size columns as packed rows (one opaque ``V<row
-    bytes>`` item per row), and its other columns (see :func:`~.convert.prepare`)."""
+    """One loaded row group: its fixed-size columns as packed rows of the kept rows (one
+    opaque ``V<row bytes>`` item per row), and its other columns (see
+    :func:`~.convert.prepare`): of the kept rows, or of all the row group's rows where
+    ``index`` (the kept rows' positions among them) is given (see :data:`WHOLE_AT`)."""
 
-    __slots__ = ("packed", "columns")
+    __slots__ = ("packed", "columns", "index")
 
-    def __init__(self, packed: np.ndarray, columns: dict[str, Any]):
+    def __init__(self, packed: np.ndarray, columns: dict[str, Any], index: np.ndarray | None = None):
         self.packed = packed
         self.columns = columns
+        self.index = index
+
+    def at(self, rows: np.ndarray | slice) -> np.ndarray | slice:
+        """Where kept rows ``rows`` are in :attr:`columns`."""
+        return rows if self.index is None else self.index[rows]
 
 
 class RowGroups:
@@ -106,27 +119,32 @@ class RowGroups:
             stored = [c for c in self._others if c in self.plan.read_columns]
             packed, table = decoded_cache.decode(self.cache.path(key), buf, unit.rows, self.row_item, stored, where)
             return Loaded(packed, self._prepare(unit, table, self._others, where, strings))
-        found, table = self._decode(unit, wait, where, store)
+        found, table, keep = self._decode(unit, wait, where, store, whole=key is None)
         if not found:
             return None
-        cols = self._prepare(unit, table, self._fixed + self._others, where, strings)
+        rows = unit.rows if keep is None else unit.total_rows
+        cols = self._prepare(unit, table, self._fixed + self._others, where, strings, rows)
         packed = pack_rows({name: cols.pop(name) for name in self._fixed}, self.packed_dtype)
-        if len(packed) != unit.rows:  # no fixed-size column: rows of no bytes
-            packed = np.zeros(unit.rows, self.row_item)
+        if len(packed) != rows:  # no fixed-size column: rows of no bytes
+            packed = np.zeros(rows, self.row_item)
+        if keep is not None:  # the fixed-size columns' kept rows (a cheap copy); the rest by index
+            return Loaded(packed[keep], cols, np.flatnonzero(keep))
         if key is not None and table is not None:
             self._keep_decoded(key, packed, table.select([c for c in self._others if c in self.plan.read_columns]))
         return Loaded(packed, cols)
 
-    def _prepare(self, unit: Unit, table: Any, names: list[str], where: str, strings: str) -> dict[str, Any]:
-        """Columns ``names`` of a loaded row group, converted for reads (see :func:`prepare`)."""
+    def _prepare(self, unit: Unit, table: Any, names: list[str], where: str, strings: str,
+                 rows: int | None = None) -> dict[str, Any]:
+        """Columns ``names`` of a loaded row group (``rows`` of them: default its kept rows),
+        converted for reads (see :func:`prepare`)."""
         ref = self.plan.files[unit.file].ref
         cols = {}
         for name in names:
             spec = self._specs[name]
             if spec.partition:
                 at = [n for n, _ in self.plan.partition_fields].index(spec.name)
-                cols[name] = constant(spec, ref.partition[at], unit.rows, self.null_policy, where,
-                                      self.plan.partition_fields[at][1])
+                cols[name] = constant(spec, ref.partition[at], unit.rows if rows is None else rows,
+                                      self.null_policy, where, self.plan.partition_fields[at][1])
             else:
                 cols[name] = prepare(spec, table.column(name), self.null_policy, where)
             if strings == "objects" and isinstance(cols[name], Text):
@@ -154,9 +172,12 @@ class RowGroups:
 
         self.cache.get(key, size, fill, limit=limit, wait=False)
 
-    def _decode(self, unit: Unit, wait: bool, where: str, store: ShardStore) -> tuple[bool, Any]:
-        """``(False, None)`` when ``wait`` is False and the cache has no room for ``unit``'s
-        bytes; else ``(True, its decoded table)`` (None when only partition columns are read)."""
+    def _decode(self, unit: Unit, wait: bool, where: str, store: ShardStore,
+                whole: bool) -> tuple[bool, Any, np.ndarray | None]:
+        """``(False, None, None)`` when ``wait`` is False and the cache has no room for
+        ``unit``'s bytes; else ``(True, its decoded table, keep)`` (table None when only
+        partition columns are read): the kept rows, or (``whole``, a selection keeping
+        :data:`WHOLE_AT` of the rows or more) all rows and ``keep``, the selection."""
         import pyarrow as pa
 
         path = self.placement.local_path(unit)
@@ -170,14 +191,14 @@ class RowGroups:
                                  limit=self.cache_limit, wait=wait,
                                  on_pressure=functools.partial(self._pressure, store, unit.file))
             if buf is None:
-                return False, None
+                return False, None, None
             self._pin(unit, buf, store)
             if len(buf) != size:
                 raise CorruptShardError(f"{where}: its cache entry holds {len(buf)} bytes, not {size}; "
                                         "run `petastream cache prune --all` and read again")
             source = self.placement.source(unit, buf)
             footer = self.placement.footer(unit, buf)
-        return True, self._read_row_group(unit, source, footer, where)
+        return (True, *self._read_row_group(unit, source, footer, where, whole))
 
     def _pin(self, unit: Unit, buf: Any, store: ShardStore) -> None:
         """Keep ``unit``'s cached file mapped while row groups of it are needed soon, and unmap
@@ -191,7 +212,8 @@ class RowGroups:
         store.release()
         self.pins.drop(keep)
 
-    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str) -> Any:
+    def _read_row_group(self, unit: Unit, source: Any, footer: Any, where: str,
+                        whole: bool) -> tuple[Any, np.ndarray | None]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -214,13 +236,16 @@ class RowGroups:
             raise CorruptShardError(f"{where} cannot be read ({e}); the file is damaged or changed "
                                     "since the source was opened") from e
         if table is None:
-            return None
+            return None, None
         if self.plan.column_names:  # stored under other names (Delta column mapping): as served
             table = table.rename_columns(self.plan.read_columns)
         keep = unit.selection()
-        if keep is not None:
-            table = table.filter(pa.array(keep))
-        if table.num_rows != unit.rows:
+        if keep is not None and table.num_rows != unit.total_rows:
+            raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.total_rows} expected; the "
+                                    "file changed since the source was opened")
+        if keep is not None and not (whole and unit.rows >= WHOLE_AT * unit.total_rows):
+            table, keep = table.filter(pa.array(keep)), None
+        if keep is None and table.num_rows != unit.rows:
             raise CorruptShardError(f"{where}: {table.num_rows} rows read, {unit.rows} expected; the file "
                                     "changed since the source was opened")
-        return table
+        return table, keep

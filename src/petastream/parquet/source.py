@@ -311,7 +311,8 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
                 out = {c: table[c] for c in fixed}
             else:
                 out = split_rows(loaded.packed[rows], self._packed_dtype, fixed)
-        out.update({c: take(loaded.columns[c], rows, self.strings) for c in wanted if c in loaded.columns})
+        at = loaded.at(rows)  # rows of a row group loaded whole (deletion vectors): through its index
+        out.update({c: take(loaded.columns[c], at, self.strings) for c in wanted if c in loaded.columns})
         return {c: out[c] for c in wanted}
 
     def read(self, ids: np.ndarray, columns: Sequence[str] | None = None) -> dict[str, Any]:
