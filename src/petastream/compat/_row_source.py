@@ -68,8 +68,6 @@ class RowSource:
     source: ParquetSource
     #: Each field read's stored Arrow type (a partition key's: string, as Petastorm reads it).
     types: dict[str, Any]
-    #: Whether the URL named a directory (Hive partition keys are columns), not files one by one.
-    directory: bool = False
 
 
 def normalize_urls(dataset_url: Any) -> list[str]:
@@ -119,7 +117,7 @@ def _directory(location: Location, choose: Choose, options: dict[str, Any]) -> R
                            f"make_batch_reader to read it.\nInner exception: {e}") from e
     if counts is None:  # no metadata file: the footers the source read
         counts = {name: f.row_groups for name, f in zip(names, source.plan.files)}
-    return RowSource(location, schema, pieces_from_counts(counts), source, types, directory=True)
+    return RowSource(location, schema, pieces_from_counts(counts), source, types)
 
 
 def _files(urls: list[str], storage_options: dict | None, choose: Choose, options: dict[str, Any]) -> RowSource:
