@@ -76,3 +76,14 @@ def test_an_empty_row_group_keeps_its_position(tmp_path, as_list):
     assert _ids(url, cur_shard=1, shard_count=4) == []
     assert _ids(url, cur_shard=2, shard_count=4) == [3, 4, 5]
     assert _ids(url, cur_shard=3, shard_count=4) == [6, 7]
+
+
+def test_a_directory_in_a_list_of_files_is_named(tmp_path):
+    from petastream.errors import InvalidArgumentError
+
+    (tmp_path / "a").mkdir()
+    files = _plain(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    pq.write_table(pa.table({"id": np.array([9], dtype=np.int64)}), str(tmp_path / "b" / "c.parquet"))
+    with pytest.raises(InvalidArgumentError, match=r"b is a directory; a list of URLs names Parquet files"):
+        _ids([files[0], str(tmp_path / "b")])

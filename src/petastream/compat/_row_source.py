@@ -24,7 +24,6 @@ import posixpath
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from petastream.compat._urls import normalize_dir_url
@@ -36,7 +35,7 @@ from petastream.compat.etl.metadata_files import (
     relative_path,
 )
 from petastream.compat.unischema import Unischema
-from petastream.errors import DatasetNotFoundError
+from petastream.errors import DatasetNotFoundError, InvalidArgumentError
 from petastream.parquet.discover import locate
 from petastream.storage.location import Location
 
@@ -134,6 +133,11 @@ def _files(urls: list[str], storage_options: dict | None, choose: Choose, option
             raise DatasetNotFoundError(f"make_reader: no Parquet file at {posixpath.join(root.url, name)}")
     source, schema, types = _open([root.child_url(name) for name in unique], None, choose, options)
     counts = {relative_path(root, f.ref): f.row_groups for f in source.plan.files}
+    if any(name not in counts for name in unique):
+        source.close()
+        named = next(posixpath.join(root.url, name) for name in unique if name not in counts)
+        raise InvalidArgumentError(f"make_reader: {named} is a directory; a list of URLs names Parquet files, "
+                                   "or pass the directory's URL alone")
     pieces = [RowGroupPiece(name, rg, ()) for name in names for rg in range(counts[name])]
     return RowSource(root, schema, pieces, source, types)
 
@@ -161,15 +165,14 @@ def _open(target: str | list[str], stored: Unischema | None, choose: Choose,
 
 
 def _inferred(file_fields: list[tuple[str, Any]], partition_fields: list[tuple[str, Any]]) -> Unischema:
-    """Petastorm's Unischema of a Parquet store it did not write: the first file's columns, the
-    Hive partition keys first (the store given in the shape of pyarrow's legacy dataset, its
-    ``partitions`` named with their dictionaries' types, as Petastorm read them)."""
+    """Petastorm's Unischema of a Parquet store it did not write: the Hive partition keys, then
+    the first file's columns (:meth:`Unischema.from_arrow_schema`'s rules)."""
     import pyarrow as pa
 
-    legacy = SimpleNamespace(schema=pa.schema([pa.field(n, t) for n, t in file_fields]),
-                             partitions=[SimpleNamespace(name=n, dictionary=SimpleNamespace(type=t))
-                                         for n, t in partition_fields])
-    return Unischema.from_arrow_schema(legacy)
+    from petastream.compat._arrow_fields import unischema_fields_from_arrow
+
+    schema = pa.schema([pa.field(n, t) for n, t in file_fields])
+    return Unischema("inferred_schema", unischema_fields_from_arrow(schema, partition_fields=partition_fields))
 
 
 def warn_if_petastorm_dataset(dataset_url_or_urls: Any, storage_options: dict | None) -> None:
