@@ -49,6 +49,10 @@ ALLOWED = {
     ("petastream/compat/etl/_pickling.py", "reaches pickle._Pickler"):
         "the pure-Python pickler: its save_global can name a class after a module absent here (petastorm), "
         "which the C pickler refuses; Petastorm-readable schema pickles need it",
+    ("petastream/parquet/discover.py", "reaches fs._strip_protocol"):
+        "fsspec's classmethod: the path a filesystem object given by the user (Petastorm's ETL API takes "
+        "them) has for a URL; fsspec.core.strip_protocol picks the class by the URL's scheme instead, which "
+        "need not be the given object's (a pyarrow.fs filesystem wrapped)",
     ("petastream/compat/etl/_pickling.py", "reaches copyreg._reconstructor"):
         "protocol 0/1 pickles (Petastorm datasets written from Python 2) name copyreg._reconstructor; "
         "the safe unpickler's allow-list has to hold that very function",
@@ -61,15 +65,7 @@ ALLOWED = {
 }
 
 # Reaches in modules that another change of issue 37 is rewriting or deleting (owner in brackets).
-PENDING = {
-    **{(f"petastream/compat/_row_{m}.py", "imports private _store from petastream.compat.etl"):
-       "[rowpipe: compat's own Parquet discovery (compat/etl/_store.py) is deleted]"
-       for m in ("filters", "plan", "source")},
-    ("petastream/compat/etl/_store.py", "reaches location._join"):
-        "[rowpipe: compat's own Parquet discovery is deleted]",
-    ("petastream/compat/etl/_store.py", "reaches fs._strip_protocol"):
-        "[rowpipe: compat's own Parquet discovery is deleted] fsspec's classmethod",
-}
+PENDING: dict[tuple[str, str], str] = {}  # none left: issue 37's rewrites have landed
 
 
 def _private(name: str) -> bool:

@@ -9,15 +9,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from petastream.compat._decode import decode_table, make_rows
-from petastream.compat.etl import _store, dataset_metadata
+from petastream.compat.etl import dataset_metadata, metadata_files
+from petastream.parquet.discover import locate
 
 
 def read_rows(url: str, schema: Any = None) -> list[Any]:
-    location = _store.locate(url)
+    location = locate(url)
     schema = schema or dataset_metadata.get_schema(url)
     rows: list[Any] = []
     for piece in dataset_metadata.load_row_groups(url):
-        with _store.open_file(location, piece.path) as f:
+        with metadata_files.open_file(location, piece.path) as f:
             table = pq.ParquetFile(f).read_row_group(piece.row_group)
         for name, value in piece.partition_keys:
             table = table.append_column(name, pa.array([value] * table.num_rows))

@@ -102,8 +102,9 @@ def _two_row_groups_per_file(root) -> str:
     then reads a row group of every file (the ranks share each file)."""
     import json
 
-    from petastream.compat.etl import _store
+    from petastream.compat.etl import metadata_files
     from petastream.compat.etl.dataset_metadata import ROW_GROUPS_PER_FILE_KEY
+    from petastream.parquet.discover import locate
 
     shutil.copytree(INDEXED, root)
     counts = {}
@@ -112,8 +113,7 @@ def _two_row_groups_per_file(root) -> str:
         pq.write_table(table, path, row_group_size=2)
         counts[path.name] = pq.ParquetFile(path).num_row_groups
     common = pq.read_schema(root / "_common_metadata")
-    location = _store.locate(str(root))
-    _store.write_common_metadata(location, common, {ROW_GROUPS_PER_FILE_KEY: json.dumps(counts).encode()})
+    metadata_files.write_common_metadata(locate(str(root)), common, {ROW_GROUPS_PER_FILE_KEY: json.dumps(counts).encode()})
     return str(root)
 
 

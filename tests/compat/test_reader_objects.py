@@ -258,7 +258,7 @@ def test_filter_values_compare_as_legacy_pyarrow(tmp_path):
     # Recorded with pyarrow 14's legacy ParquetDataset (what Petastorm filters with): keys made
     # of digits are ints; each comparison is in the filter value's type.
     from petastream.compat._row_filters import filter_pieces
-    from petastream.compat.etl._store import RowGroupPiece
+    from petastream.compat.etl.metadata_files import RowGroupPiece
 
     pieces = [RowGroupPiece(f"k={k}/a.parquet", 0, (("k", k),)) for k in ("007", "10", "2")]
 

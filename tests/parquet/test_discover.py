@@ -130,3 +130,26 @@ def test_partition_columns_alone(tmp_path):
     years = src.read(np.arange(len(src)))["year"]
     assert len(src) == sum(len([i for i in ids if i >= 3]) for ids in parts.values())
     assert sorted(set(years.tolist())) == [2020, 2021]
+
+
+@pytest.mark.parametrize("kind", ["fsspec", "pyarrow"])
+def test_a_filesystem_object_and_hadoop_folder_markers(tmp_path, kind):
+    # Petastorm's ETL API passes filesystem objects (fsspec or pyarrow.fs); Hadoop leaves
+    # empty "<dir>_$folder$" objects beside directories on object stores
+    import fsspec
+    import pyarrow.fs
+
+    from petastream.errors import InvalidArgumentTypeError
+    from petastream.parquet.discover import discover
+
+    for part in ("b", "a"):
+        os.makedirs(tmp_path / f"k={part}")
+        pq.write_table(pa.table({"id": [1]}), str(tmp_path / f"k={part}" / "x.parquet"))
+        open(tmp_path / f"k={part}_$folder$", "w").close()
+    given = fsspec.filesystem("file") if kind == "fsspec" else pyarrow.fs.LocalFileSystem()
+    found = discover(str(tmp_path), filesystem=given)
+    assert [os.path.relpath(f.path, str(tmp_path)) for f in found.files] == ["k=a/x.parquet", "k=b/x.parquet"]
+    assert [f.partition for f in found.files] == [("a",), ("b",)]
+    assert not found.roots[0].is_local  # read through the object given
+    with pytest.raises(InvalidArgumentTypeError, match="filesystem: expected an fsspec filesystem"):
+        discover(str(tmp_path), filesystem=object())

@@ -85,11 +85,15 @@ def _partition_fields(dataset: Any) -> list[tuple[str, pa.DataType]]:
     return [(p.name, p.dictionary.type) for p in (legacy or [])]
 
 
-def unischema_fields_from_arrow(dataset: Any, omit_unsupported_fields: bool = True) -> list[UnischemaField]:
+def unischema_fields_from_arrow(dataset: Any, omit_unsupported_fields: bool = True,
+                                partition_fields: list[tuple[str, pa.DataType]] | None = None) -> list[UnischemaField]:
+    """``partition_fields``: the Hive partition keys ((name, Arrow type)), when ``dataset`` is
+    a schema that does not say them (default: those of its partitioning)."""
     schema = _arrow_schema(dataset)
     fields = []
     partition_names = set()
-    for name, arrow_type in _partition_fields(dataset):
+    keys = partition_fields if partition_fields is not None else _partition_fields(dataset)
+    for name, arrow_type in keys:
         value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
         if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
             numpy_dtype: Any = np.str_

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Collection
 from typing import Any
 
-from petastream.compat.etl import _store
+from petastream.compat.etl.metadata_files import RowGroupPiece
 from petastream.errors import InvalidArgumentError
 
 __all__ = ["filter_pieces"]
@@ -57,7 +57,7 @@ def _check(term: tuple[Any, str, Any], partition_names: set[str]) -> None:
         raise ValueError(f"Op '{op}' not supported with a collection value")
 
 
-def _typed_keys(pieces: list[_store.RowGroupPiece]) -> dict[str, bool]:
+def _typed_keys(pieces: list[RowGroupPiece]) -> dict[str, bool]:
     """Per partition name: whether pyarrow's legacy dictionary reads its keys as ints."""
     keys: dict[str, set[str]] = {}
     for piece in pieces:
@@ -74,7 +74,7 @@ def _accepts(term: tuple[Any, str, Any], key: Any) -> bool:
     return bool(_COMPARE[op](type(value)(key), value))
 
 
-def filter_pieces(pieces: list[_store.RowGroupPiece], filters: Any) -> list[_store.RowGroupPiece]:
+def filter_pieces(pieces: list[RowGroupPiece], filters: Any) -> list[RowGroupPiece]:
     """The row groups of the files whose partition keys pass ``filters``."""
     dnf = _normalize(filters)
     as_int = _typed_keys(pieces)
@@ -85,7 +85,7 @@ def filter_pieces(pieces: list[_store.RowGroupPiece], filters: Any) -> list[_sto
     def key(name: str, raw: str) -> Any:
         return int(raw) if as_int[name] else raw
 
-    def kept(piece: _store.RowGroupPiece) -> bool:
+    def kept(piece: RowGroupPiece) -> bool:
         values = {name: key(name, raw) for name, raw in piece.partition_keys}
         return any(all(_accepts(term, values[term[0]]) for term in conjunction if term[0] in values)
                    for conjunction in dnf)

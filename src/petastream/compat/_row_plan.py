@@ -18,13 +18,18 @@ from __future__ import annotations
 import random
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from petastream.compat._row_filters import filter_pieces
 from petastream.compat.errors import NoDataAvailableError
-from petastream.compat.etl import _store, rowgroup_indexing
+from petastream.compat.etl import rowgroup_indexing
+from petastream.compat.etl.metadata_files import RowGroupPiece, relative_path
 from petastream.compat.predicates import PredicateBase
 from petastream.compat.selectors import select_row_groups
+
+if TYPE_CHECKING:
+    from petastream.compat._row_source import RowSource
+    from petastream.parquet import ParquetSource
 
 __all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError", "filter_pieces"]
 
@@ -32,14 +37,14 @@ __all__ = ["RowPlan", "plan_row_groups", "NoDataAvailableError", "filter_pieces"
 @dataclass
 class RowPlan:
     location: Any
-    pieces: list[_store.RowGroupPiece]
+    pieces: list[RowGroupPiece]
     #: Positions (into ``pieces``) read, in Petastorm's order.
     selected: list[int]
     #: The predicate the workers evaluate per row (None: none, or resolved on partitions).
     worker_predicate: PredicateBase | None
 
 
-def plan_row_groups(location: Any, pieces: list[_store.RowGroupPiece], schema: Any, predicate: Any,
+def plan_row_groups(location: Any, pieces: list[RowGroupPiece], schema: Any, predicate: Any,
                     rowgroup_selector: Any, cur_shard: int | None, shard_count: int | None, seed: int | None,
                     filters: Any = None) -> RowPlan:
     if filters is not None:
@@ -73,39 +78,31 @@ def plan_row_groups(location: Any, pieces: list[_store.RowGroupPiece], schema: A
     return RowPlan(location, pieces, selected, worker_predicate)
 
 
-def _include_partition(predicate: PredicateBase, schema: Any, piece: _store.RowGroupPiece) -> bool:
+def _include_partition(predicate: PredicateBase, schema: Any, piece: RowGroupPiece) -> bool:
     name, value = piece.partition_keys[0]
     field = schema.fields.get(name)
     typed = field.numpy_dtype(value) if field is not None else value
     return bool(predicate.do_include({name: typed}))
 
 
-def row_source(location: Any, pieces: list[_store.RowGroupPiece], plan: RowPlan, fields: list[str], *,
-               from_directory: bool, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The :class:`~petastream.parquet.ParquetSource` of ``plan``'s row groups, reading
-    ``fields``, and each field's stored Arrow type (a partition key's: string, as Petastorm
-    reads it). Its shards are the selected row groups in Petastorm's order (a file named twice
-    is read twice, as Petastorm reads it), so the loader's shards are exactly Petastorm's
-    selection. ``options``: the source's (storage, shard cache, ``cache_limit``...)."""
+def row_source(opened: RowSource, plan: RowPlan, options: dict[str, Any]) -> ParquetSource:
+    """The :class:`~petastream.parquet.ParquetSource` of ``plan``'s row groups: ``opened``'s
+    source, restricted to them (its footers are not read again). Its shards are the selected
+    row groups in Petastorm's order (a file named twice is read twice, as Petastorm reads it),
+    so the loader's shards are exactly Petastorm's selection. ``options``: the source's
+    (storage, shard cache, ``cache_limit``...)."""
     import dataclasses
-
-    import pyarrow as pa
 
     from petastream.parquet import ParquetSource
     from petastream.parquet.plan import restrict
 
-    root = location.url.rstrip("/") + "/"
-    files = list(dict.fromkeys(p.path for p in pieces))
-    partitions = {name for p in pieces[:1] for name, _ in p.partition_keys}
-    stored = _store.footer(location, files[0]).schema.to_arrow_schema() if files else pa.schema([])
-    types = {f: pa.string() if f in partitions else stored.field(f).type for f in fields}
-    target = location.url if from_directory else [root + f for f in files]
-    source = ParquetSource(target, columns=fields, null_policy="rows", **options)
-    units = {(source.plan.files[u.file].ref.url.removeprefix(root), u.row_group): u for u in source.plan.units}
+    source = opened.source
+    units = {(relative_path(opened.location, source.plan.files[u.file].ref), u.row_group): u
+             for u in source.plan.units}
     found = (units.get((plan.pieces[i].path, plan.pieces[i].row_group)) for i in sorted(plan.selected))
     chosen = [u for u in found if u is not None]  # (a row group of no rows is no unit)
     if chosen == source.plan.units:
-        return source, types
+        return source
     source.close()
     ordered = restrict(dataclasses.replace(source.plan, units=chosen), [True] * len(chosen))
-    return ParquetSource(source.plan.root_urls, plan=ordered, null_policy="rows", **options), types
+    return ParquetSource(source.plan.root_urls, plan=ordered, null_policy="rows", **options)

@@ -370,39 +370,45 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
                       "The argument no longer has any effect.", UserWarning, stacklevel=2)
     check_num_epochs("make_reader", num_epochs)
     num_epochs = None if num_epochs is None else int(num_epochs)
-    opened = open_row_source(urls, storage_options)
-    read_schema = _schema_view(opened.schema, schema_fields, urls[0] if len(urls) == 1 else urls)
-    out_schema = transform_schema(read_schema, transform_spec) if transform_spec else read_schema
-    if shard_seed:
-        warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
-    plan = plan_row_groups(opened.location, opened.pieces, opened.schema, predicate, rowgroup_selector, cur_shard,
-                           shard_count, shard_seed if shard_seed else seed, filters)
-    if cache is not None and plan.worker_predicate is not None:
-        raise RuntimeError("Local cache is not supported together with predicates, unless the dataset is "
-                           "partitioned by the column the predicate operates on.")
-    if seed is None and (shuffle_row_groups or shuffle_rows):
-        seed = secrets.randbits(31)
-    workers = 1 if reader_pool_type == "dummy" else max(1, int(workers_count or 1))
-    ngram = schema_fields if isinstance(schema_fields, NGram) else None
-    if ngram is not None and not ngram.timestamp_overlap and shuffle_row_drop_partitions > 1:
-        raise NotImplementedError("Using timestamp_overlap=False is not implemented with"
-                                  " shuffle_options.shuffle_row_drop_partitions > 1")
-    if ngram is not None and on_error != "raise":
-        raise InvalidArgumentError("make_reader(on_error=...): NGram windows need every row of a row group; "
-                                   "use on_error='raise' with an NGram")
     options: dict[str, Any] = {"storage_options": storage_options, "cache_limit": cache_limit}
     if cache is not None:  # decoded row groups in the reader's own directory (removed with it)
         options.update(cache_decoded=True, cache_dir=cache.own,
                        cache_limit=cache_limit if cache_limit is not None else cache.size_limit)
-    source, types = row_source(opened.location, opened.pieces, plan, list(read_schema.fields),
-                               from_directory=opened.directory, options=options)
+    where = urls[0] if len(urls) == 1 else urls
+    opened = open_row_source(urls, storage_options, lambda schema: list(_schema_view(schema, schema_fields, where).fields),
+                             options)
+    try:
+        read_schema = _schema_view(opened.schema, schema_fields, where)
+        out_schema = transform_schema(read_schema, transform_spec) if transform_spec else read_schema
+        if shard_seed:
+            warnings.warn(SHARD_SEED_WARNING, UserWarning, stacklevel=2)
+        plan = plan_row_groups(opened.location, opened.pieces, opened.schema, predicate, rowgroup_selector,
+                               cur_shard, shard_count, shard_seed if shard_seed else seed, filters)
+        if cache is not None and plan.worker_predicate is not None:
+            raise RuntimeError("Local cache is not supported together with predicates, unless the dataset is "
+                               "partitioned by the column the predicate operates on.")
+        if seed is None and (shuffle_row_groups or shuffle_rows):
+            seed = secrets.randbits(31)
+        workers = 1 if reader_pool_type == "dummy" else max(1, int(workers_count or 1))
+        ngram = schema_fields if isinstance(schema_fields, NGram) else None
+        if ngram is not None and not ngram.timestamp_overlap and shuffle_row_drop_partitions > 1:
+            raise NotImplementedError("Using timestamp_overlap=False is not implemented with"
+                                      " shuffle_options.shuffle_row_drop_partitions > 1")
+        if ngram is not None and on_error != "raise":
+            raise InvalidArgumentError("make_reader(on_error=...): NGram windows need every row of a row group; "
+                                       "use on_error='raise' with an NGram")
+    except BaseException:
+        opened.source.close()
+        raise
+    source, types = row_source(opened, plan, options), opened.types
     if cache is not None and cache_limit is None and _too_small(source, cache.size_limit):
         # Petastorm's cache decodes the row groups past its limit at every read: so here, all of
         # them, when the limit holds too few for a shuffled read through the cache.
+        from petastream.parquet import ParquetSource
+
         source.close()
         options.update(cache_decoded=None, cache_dir=None, cache_limit=None)
-        source, types = row_source(opened.location, opened.pieces, plan, list(read_schema.fields),
-                                   from_directory=opened.directory, options=options)
+        source = ParquetSource(source.plan.root_urls, plan=source.plan, null_policy="rows", **options)
     loader = None
     if len(source):
         work = RowWork(read_schema, tuple(out_schema.fields), types, plan.worker_predicate, transform_spec,

@@ -3,7 +3,8 @@
 Directories are discovered by :func:`pyarrow.dataset.dataset` with ``partitioning="hive"``, so
 a petastream read sees exactly the files and partition columns a pyarrow (or Spark) read does:
 names starting with ``_`` or ``.`` are skipped at every level (Spark's ``_SUCCESS``,
-``_temporary/``, ``.crc`` files, ``_metadata`` and ``_common_metadata`` summaries);
+``_temporary/``, ``.crc`` files, ``_metadata`` and ``_common_metadata`` summaries), and so are
+Hadoop's ``*_$folder$`` directory markers on object stores;
 ``key=value`` directories become columns, their values URL-decoded, typed as pyarrow infers
 them (``int32`` when every value is an integer, else ``string``), ``__HIVE_DEFAULT_PARTITION__``
 read as null. A file given by name is read whatever its name, and has no partition columns.
@@ -30,7 +31,7 @@ from petastream.errors import (
 )
 from petastream.storage.location import Location, remote_tag, resolve
 
-__all__ = ["ParquetFileRef", "Discovery", "discover", "as_url_list", "listing", "is_delta_table"]
+__all__ = ["ParquetFileRef", "Discovery", "discover", "locate", "as_url_list", "listing", "is_delta_table"]
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,49 @@ def as_url_list(url_or_urls: Any) -> list[str]:
     return urls
 
 
-def discover(url_or_urls: Any, storage_options: dict | None = None) -> Discovery:
+def _as_fsspec(filesystem: Any, argument: str) -> Any:
+    """An fsspec filesystem for a ``filesystem`` argument: fsspec's own or a ``pyarrow.fs`` one."""
+    import fsspec
+
+    if isinstance(filesystem, fsspec.AbstractFileSystem):
+        return filesystem
+    import pyarrow.fs
+
+    if isinstance(filesystem, pyarrow.fs.FileSystem):
+        from fsspec.implementations.arrow import ArrowFSWrapper
+
+        return ArrowFSWrapper(filesystem)
+    raise InvalidArgumentTypeError(
+        f"{argument}: expected an fsspec filesystem or a pyarrow.fs.FileSystem, got "
+        f"{type(filesystem).__module__}.{type(filesystem).__name__} (pyarrow's legacy "
+        "pyarrow.filesystem classes are gone since pyarrow 15); pass storage_options instead, or a "
+        "pyarrow.fs.FileSystem")
+
+
+def locate(url: str | os.PathLike, storage_options: dict | None = None, filesystem: Any = None,
+           argument: str = "filesystem") -> Location:
+    """Where ``url`` is: on the filesystem its scheme names (``storage_options`` for it), or on
+    ``filesystem`` when one is given (an fsspec filesystem or a ``pyarrow.fs.FileSystem``, as
+    Petastorm's ETL API takes them; ``argument`` names it in an error)."""
+    url = os.fspath(url)
+    if filesystem is None:
+        return resolve(url, storage_options)
+    fs = _as_fsspec(filesystem, argument)
+    # The filesystem's own path for the URL: fsspec.core.strip_protocol would pick the class
+    # by the URL's scheme, which need not be the class of the object given (a pyarrow.fs one).
+    return Location(url.rstrip("/"), fs._strip_protocol(url).rstrip("/"), fs)
+
+
+def discover(url_or_urls: Any, storage_options: dict | None = None, filesystem: Any = None) -> Discovery:
     """The Parquet files ``url_or_urls`` names, in a fixed order (each URL's files sorted by
-    path, the URLs in the order given); see the module doc."""
+    path, the URLs in the order given); see the module doc. ``filesystem``: read them on this
+    filesystem object instead of the one their scheme names (see :func:`locate`)."""
     roots: list[Location] = []
     files: list[ParquetFileRef] = []
     partitions: list[tuple[str, Any]] | None = None
     partition_source = ""
     for url in as_url_list(url_or_urls):
-        loc = resolve(url, storage_options)
+        loc = locate(url, storage_options, filesystem)
         if not loc.exists():
             raise DatasetNotFoundError(f"no Parquet file or directory at {loc.url}")
         if loc.isdir():
@@ -167,7 +202,9 @@ def _directory(loc: Location, root: int) -> tuple[list[ParquetFileRef], list[tup
         dataset = ds.dataset(loc.path, filesystem=_pyarrow_fs(loc), format="parquet", partitioning="hive")
     except (pa.ArrowInvalid, OSError) as e:
         raise FormatError(f"cannot read {loc.url} as a Parquet directory: {e}") from e
-    frags = [(frag, _relative(loc, frag.path)) for frag in dataset.get_fragments()]
+    # (Hadoop's S3 directory markers, ``<name>_$folder$``, are empty objects, never Parquet.)
+    frags = [(frag, _relative(loc, frag.path)) for frag in dataset.get_fragments()
+             if not frag.path.endswith("_$folder$")]
     # The partition fields are the keys of the key=value directories. (Not all of
     # partitioning.schema: some pyarrow versions list the files' columns there too.)
     keys_seen = {part.split("=", 1)[0] for _, rel in frags for part in rel.split("/")[:-1] if "=" in part}

@@ -61,6 +61,9 @@ class FileInfo:
     #: 0 and "" for a file planned without its footer (:data:`WHOLE_FILE`).
     footer_bytes: int
     footer_digest: str
+    #: Row groups its footer lists (empty ones too: what a reader counting row groups by
+    #: position needs, such as Petastorm's); -1 for a file planned without its footer.
+    row_groups: int = -1
 
 
 @dataclass(frozen=True)
@@ -275,7 +278,7 @@ def make_plan(discovery: Discovery, *, columns: Columns, expr: Any, rows_per_sha
         (footer, kept), leaves = footers[at], leaves_of[at]
         at += 1
         md = footer.metadata
-        infos.append(FileInfo(ref, len(footer.data), footer.digest))
+        infos.append(FileInfo(ref, len(footer.data), footer.digest, md.num_row_groups))
         row_starts = np.concatenate([[0], np.cumsum([md.row_group(j).num_rows for j in range(md.num_row_groups)])])
         for rg, keep in kept:
             units.append(_unit(i, rg, keep, md, leaves, specs, null_policy, ref.url, int(row_starts[rg])))

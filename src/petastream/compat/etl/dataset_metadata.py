@@ -20,16 +20,19 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import EllipsisType
 from typing import Any
 
-from petastream.compat.etl import _store
+from petastream.compat.etl import metadata_files as files
 from petastream.compat.etl._pickling import petastorm_dumps, restricted_loads
-from petastream.compat.etl._store import RowGroupPiece
+from petastream.compat.etl.metadata_files import RowGroupPiece
 from petastream.compat.unischema import Unischema
 from petastream.errors import InvalidArgumentTypeError, PetastreamError
+from petastream.parquet.discover import locate
+from petastream.storage.location import Location
 
 __all__ = ["materialize_dataset", "get_schema", "get_schema_from_dataset_url", "infer_or_load_unischema",
-           "load_row_groups", "PetastormMetadataError", "PetastormMetadataGenerationError",
+           "load_row_groups", "stored_row_groups", "PetastormMetadataError", "PetastormMetadataGenerationError",
            "ROW_GROUPS_PER_FILE_KEY", "UNISCHEMA_KEY", "RowGroupPiece"]
 
 logger = logging.getLogger(__name__)
@@ -110,7 +113,7 @@ def materialize_dataset(spark: Any, dataset_url: str, schema: Unischema, row_gro
     try:
         yield
         filesystem = filesystem_factory() if filesystem_factory is not None else None
-        location = _store.locate(dataset_url, filesystem=filesystem, argument="filesystem_factory()")
+        location = locate(dataset_url, filesystem=filesystem, argument="filesystem_factory()")
         write_dataset_metadata(location, schema, use_summary_metadata)
     finally:
         settings.restore()
@@ -119,36 +122,37 @@ def materialize_dataset(spark: Any, dataset_url: str, schema: Unischema, row_gro
 def write_dataset_metadata(location: Any, schema: Unischema, use_summary_metadata: bool = False) -> None:
     """Add the Unischema (and, unless a ``_metadata`` summary lists them, the row groups per
     file) to the ``_common_metadata`` of the Parquet dataset at ``location``."""
-    pieces = _store.list_pieces(location)
+    found = files.dataset_files(location)
+    pieces = list(found)
     if not pieces:
         raise PetastormMetadataGenerationError(
             f"materialize_dataset: no Parquet files under {location.url}; write the dataset to this URL "
             "inside the with-block (e.g. df.write.parquet(url))")
-    existing = next(((name, _store.footer(location, name)) for name in (_store.COMMON_METADATA, _store.SUMMARY_METADATA)
-                     if location.exists(name)), None)
-    base = (existing[1] if existing else _store.footer(location, pieces[0])).schema.to_arrow_schema()
+    existing = next(((name, files.read_footer(location, name))
+                     for name in (files.COMMON_METADATA, files.SUMMARY_METADATA) if location.exists(name)), None)
+    base = (existing[1] if existing else files.read_footer(location, pieces[0])).schema.to_arrow_schema()
     entries = {UNISCHEMA_KEY: petastorm_dumps(schema)}
-    summary = _store.summary_counts(location) if use_summary_metadata else None
+    summary = files.summary_counts(location) if use_summary_metadata else None
     if summary is None:
         if use_summary_metadata:
             logger.warning("materialize_dataset: Spark wrote no _metadata summary file with row groups; "
                            "storing the row groups per file in _common_metadata instead")
-        counts = _store.row_groups_per_file(location, pieces)
+        counts = files.row_groups_per_file(location, found)
         entries[ROW_GROUPS_PER_FILE_KEY] = json.dumps(counts).encode()
-    _store.write_common_metadata(location, base, entries)
+    files.write_common_metadata(location, base, entries)
 
 
 # -- reading ------------------------------------------------------------------------------------
 
 def _key_value_metadata(dataset: Any) -> dict[bytes, bytes] | None:
     if isinstance(dataset, (str, os.PathLike)):
-        found = _store.read_key_value_metadata(_store.locate(dataset))
+        found = files.read_key_value_metadata(locate(dataset))
         return None if found is None else found[1]
     if hasattr(dataset, "common_metadata"):  # pyarrow's legacy ParquetDataset
         meta = dataset.common_metadata
         return None if meta is None else dict(meta.metadata or {})
-    if isinstance(dataset, _store.Location):
-        found = _store.read_key_value_metadata(dataset)
+    if isinstance(dataset, Location):
+        found = files.read_key_value_metadata(dataset)
         return None if found is None else found[1]
     raise InvalidArgumentTypeError(f"expected the dataset's URL or path, got {type(dataset).__name__}")
 
@@ -172,16 +176,16 @@ def _dataset_root(urls: list[str], storage_options: dict | None, filesystem: Any
     """The directory holding the metadata: the URL itself, or for a list of file URLs, the
     nearest directory above the first one that has a metadata file."""
     if len(urls) == 1:
-        location = _store.locate(urls[0], storage_options, filesystem)
+        location = locate(urls[0], storage_options, filesystem)
         if not location.exists() or location.isdir():
             return location
     url = urls[0].rstrip("/")
     for _ in range(3):
         url = url.rsplit("/", 1)[0]
-        location = _store.locate(url, storage_options, filesystem)
-        if location.exists(_store.COMMON_METADATA) or location.exists(_store.SUMMARY_METADATA):
+        location = locate(url, storage_options, filesystem)
+        if location.exists(files.COMMON_METADATA) or location.exists(files.SUMMARY_METADATA):
             return location
-    return _store.locate(urls[0].rstrip("/").rsplit("/", 1)[0], storage_options, filesystem)
+    return locate(urls[0].rstrip("/").rsplit("/", 1)[0], storage_options, filesystem)
 
 
 def get_schema_from_dataset_url(dataset_url_or_urls: Any, hdfs_driver: str = "libhdfs3",
@@ -196,7 +200,7 @@ def get_schema_from_dataset_url(dataset_url_or_urls: Any, hdfs_driver: str = "li
     if not urls:
         raise ValueError("dataset url list must be non-empty.")
     location = _dataset_root([os.fspath(u) for u in urls], storage_options, filesystem)
-    found = _store.read_key_value_metadata(location)
+    found = files.read_key_value_metadata(location)
     return schema_from_metadata(None if found is None else found[1])
 
 
@@ -212,7 +216,7 @@ def infer_or_load_unischema(dataset: Any, storage_options: dict | None = None) -
         return Unischema.from_arrow_schema(dataset)
     import pyarrow.dataset as pads
 
-    location = _store.locate(dataset, storage_options)
+    location = locate(dataset, storage_options)
     arrow_dataset = pads.dataset(location.path, filesystem=location.fs, format="parquet", partitioning="hive")
     return Unischema.from_arrow_schema(arrow_dataset)
 
@@ -221,21 +225,33 @@ def load_row_groups(dataset: Any, storage_options: dict | None = None, filesyste
     """The dataset's row groups in Petastorm's order (the positions row-group indexes use):
     from a ``_metadata`` summary listing them, else the row-group counts in ``_common_metadata``,
     else (no metadata file) the files' footers."""
-    location = dataset if isinstance(dataset, _store.Location) else _store.locate(dataset, storage_options, filesystem)
-    pieces = _store.list_pieces(location)
-    summary = _store.summary_counts(location)
+    location = dataset if isinstance(dataset, Location) else locate(dataset, storage_options, filesystem)
+    found = files.dataset_files(location)
+    counts = stored_row_groups(location, list(found))
+    return files.pieces_from_counts(counts if counts is not None else files.row_groups_per_file(location, found))
+
+
+def stored_row_groups(location: Location, names: list[str],
+                      found: tuple[str, dict[bytes, bytes]] | None | EllipsisType = ...) -> dict[str, int] | None:
+    """``{file: row groups}`` for the dataset's files ``names`` (relative paths) as its metadata
+    records them: a ``_metadata`` summary listing them, else the counts ``materialize_dataset``
+    stored in ``_common_metadata``; None when the dataset has no metadata file (the footers
+    tell). Petastorm's positions of row groups are these. ``found``: the dataset's
+    :func:`~.metadata_files.read_key_value_metadata`, when already read."""
+    summary = files.summary_counts(location)
     if summary is not None:
-        return _store.pieces_from_counts({p: summary[p] for p in pieces if p in summary})
-    found = _store.read_key_value_metadata(location)
+        return {p: summary[p] for p in names if p in summary}
+    if isinstance(found, EllipsisType):
+        found = files.read_key_value_metadata(location)
     if found is None:
-        return _store.pieces_from_counts(_store.row_groups_per_file(location, pieces))
+        return None
     if ROW_GROUPS_PER_FILE_KEY not in found[1]:
         raise PetastormMetadataError(
             "Could not find row group metadata in _common_metadata file." + _GENERATE_HINT)
-    counts = _store.json_counts(found[1][ROW_GROUPS_PER_FILE_KEY])
-    unknown = [p for p in pieces if p not in counts]
+    counts = files.json_counts(found[1][ROW_GROUPS_PER_FILE_KEY])
+    unknown = [p for p in names if p not in counts]
     if unknown:
         raise PetastormMetadataError(
             f"Parquet files {unknown[:3]} of {location.url} are not in the row-group metadata written by "
             "materialize_dataset (files added afterwards?); rewrite the dataset inside materialize_dataset")
-    return _store.pieces_from_counts({p: counts[p] for p in pieces})
+    return {p: counts[p] for p in names}

@@ -16,9 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from petastream.compat._decode import decode_table
-from petastream.compat.etl import _store, dataset_metadata
+from petastream.compat.etl import dataset_metadata
+from petastream.compat.etl import metadata_files as files
 from petastream.compat.etl._pickling import petastorm_dumps, restricted_loads
 from petastream.errors import InvalidArgumentError
+from petastream.parquet.discover import locate
+from petastream.storage.location import Location
 
 __all__ = ["build_rowgroup_index", "get_row_group_indexes", "ROWGROUPS_INDEX_KEY", "PieceInfo"]
 
@@ -34,7 +37,7 @@ def build_rowgroup_index(dataset_url: str, spark_context: Any, indexers: list[An
     the indexes in its ``_common_metadata``. ``storage_options`` (not in Petastorm) go to fsspec,
     on the driver and in the tasks."""
     url = os.fspath(dataset_url).rstrip("/")
-    location = _store.locate(url, storage_options)
+    location = locate(url, storage_options)
     pieces = dataset_metadata.load_row_groups(location)
     schema = dataset_metadata.get_schema(location)
     if not pieces:
@@ -43,21 +46,21 @@ def build_rowgroup_index(dataset_url: str, spark_context: Any, indexers: list[An
     built = (spark_context.parallelize(infos, min(len(infos), PARALLEL_SLICE_NUM))
              .map(lambda info: _index_piece(info, url, storage_options, indexers, schema))
              .reduce(_combine_indexers))
-    found = _store.read_key_value_metadata(location)
+    found = files.read_key_value_metadata(location)
     base_name = found[0] if found else infos[0].path
-    base = _store.footer(location, base_name).schema.to_arrow_schema()
-    _store.write_common_metadata(location, base, {
+    base = files.read_footer(location, base_name).schema.to_arrow_schema()
+    files.write_common_metadata(location, base, {
         ROWGROUPS_INDEX_KEY: petastorm_dumps({indexer.index_name: indexer for indexer in built})})
 
 
 def _index_piece(info: PieceInfo, url: str, storage_options: dict | None, indexers: list[Any],
                  schema: Any) -> list[Any]:
     """In a Spark task: read one row group's indexed columns, decode them, feed the indexers."""
-    location = _store.locate(url, storage_options)
+    location = locate(url, storage_options)
     columns = sorted({c for indexer in indexers for c in indexer.column_names})
     partitions = dict(info.partition_keys)
     stored = [c for c in columns if c not in partitions]
-    with _store.open_file(location, info.path) as f:
+    with files.open_file(location, info.path) as f:
         table = pq.ParquetFile(f).read_row_group(info.row_group, columns=stored)
     for name in columns:
         if name in partitions:
@@ -80,8 +83,8 @@ def _combine_indexers(indexers1: list[Any], indexers2: list[Any]) -> list[Any]:
 
 def get_row_group_indexes(dataset: Any, storage_options: dict | None = None) -> dict[str, Any]:
     """``{index name: indexer}`` stored in the dataset (``dataset``: its URL or path)."""
-    location = dataset if isinstance(dataset, _store.Location) else _store.locate(dataset, storage_options)
-    found = _store.read_key_value_metadata(location)
+    location = dataset if isinstance(dataset, Location) else locate(dataset, storage_options)
+    found = files.read_key_value_metadata(location)
     if found is None:
         raise ValueError("Could not find _metadata file. Use materialize_dataset(..) in "
                          "petastream.compat.etl.dataset_metadata to generate this file in your ETL code.")
