@@ -72,10 +72,10 @@ def run(args: argparse.Namespace) -> list[Result]:
         got = runs[variant]
         first = [x["first_batch_s"] for x in got]
         total = [x["total_s"] for x in got]
-        written = sorted({x["bytes_written"] for x in got})
+        written = statistics.median([x["bytes_written"] for x in got]) if got else 0
         note = (errors.get(variant, "") if not got else
                 f"first batch {_spread(first)} s, epoch end {_spread(total)} s, "
-                f"written {', '.join(f'{b / 1e6:.1f} MB' for b in written)}, "
+                f"written {written / 1e6:.1f} MB, "
                 f"materialized={got[0]['materialized']}, {len(got)} rounds")
         results.append(Result(NAME, variant, kept, statistics.median(first) if first else None, note=note,
                               extra={"runs": got}))
