@@ -15,7 +15,9 @@ Allocator settings (glibc's environment tunables; each fixes what glibc otherwis
   freed) and trim threshold;
 * ``fixed``: ``MALLOC_MMAP_THRESHOLD_=64 MiB`` and ``MALLOC_TRIM_THRESHOLD_=256 MiB`` (batch
   buffers come from the heap and stay mapped between epochs);
-* ``arenas2``: ``MALLOC_ARENA_MAX=2`` (one arena per thread otherwise).
+* ``arenas2``: ``MALLOC_ARENA_MAX=2`` (one arena per thread otherwise);
+* ``mmap-only`` / ``trim-only``: one of ``fixed``'s two settings alone (setting either also
+  turns glibc's adaptation of the other off).
 
 ``python -m benchmarks.epoch_swing [--workload tabular] [--rows 1000000] [--epochs 12]``
 """
@@ -35,6 +37,8 @@ SETTINGS = {
     "default": {},
     "fixed": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)},
     "arenas2": {"MALLOC_ARENA_MAX": "2"},
+    "mmap-only": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20)},
+    "trim-only": {"MALLOC_TRIM_THRESHOLD_": str(256 << 20)},
 }
 
 
