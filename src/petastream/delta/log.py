@@ -25,6 +25,11 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from petastream._extras import require
+from petastream.delta.deletion_vectors import (
+    arrow_table,
+    check_deltalake_usable,
+    deltalake_keep_masks,
+)
 from petastream.errors import (
     DatasetNotFoundError,
     FormatError,
@@ -94,6 +99,7 @@ def _deltalake(url: str) -> Any:
 
 def _load(url: str, version: int | None, timestamp: Any, options: dict[str, str] | None) -> Any:
     deltalake = _deltalake(url)
+    check_deltalake_usable(url)
     if version is not None and timestamp is not None:
         raise InvalidArgumentError(f"{url}: give version= or timestamp=, not both")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
@@ -186,31 +192,10 @@ def same_file(a: str) -> str:
     return posixpath.normpath(path.replace(os.sep, "/")).lstrip("/")
 
 
-def _arrow(data: Any) -> Any:
-    """deltalake's Arrow data (an arro3 table or reader) as a ``pyarrow.Table``, through the
-    Arrow C stream: ``pyarrow.table(data)`` first asks whether it is a pandas DataFrame, which
-    imports pandas (0.7-1.3 s in a fresh process here: most of a cold open of 10,000 files)."""
-    import pyarrow as pa
-
-    return (data if isinstance(data, pa.RecordBatchReader) else pa.RecordBatchReader.from_stream(data)).read_all()
-
-
-def _keep_masks(table: Any) -> dict[str, np.ndarray]:
+def _keep_masks(table: Any, url: str, files: int) -> dict[str, np.ndarray]:
     """Each file with a deletion vector: its keep mask (rows past the mask's end are kept)."""
-    import pyarrow as pa
-
-    out: dict[str, np.ndarray] = {}
-    for batch in _arrow(table.deletion_vectors()).to_batches():
-        paths = batch.column("filepath").to_pylist()
-        vectors = batch.column("selection_vector")  # list<bool>: one keep mask per file
-        values = vectors.values
-        bits = np.unpackbits(np.frombuffer(values.buffers()[1], np.uint8), bitorder="little")
-        keep = bits[values.offset:values.offset + len(values)].astype(bool)
-        width = np.int64 if vectors.type.id == pa.large_list(pa.bool_()).id else np.int32
-        ends = np.frombuffer(vectors.buffers()[1], width)[vectors.offset:vectors.offset + len(vectors) + 1]
-        for path, a, b in zip(paths, ends[:-1].tolist(), ends[1:].tolist()):
-            out[same_file(path)] = keep[a:b]
-    return out
+    masks = deltalake_keep_masks(table, url, int(table.version()), files)
+    return {same_file(path): keep for path, keep in masks.items()}
 
 
 def _struct_fields(actions: Any, name: str) -> dict[str, Any]:
@@ -247,7 +232,7 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
     partition_names = list(table.metadata().partition_columns or [])
     fields = _arrow_fields(table)
     types = {n: t for n, t, _ in fields}
-    actions = _arrow(table.get_add_actions(flatten=False))
+    actions = arrow_table(table.get_add_actions(flatten=False))
     paths = actions.column("path").to_pylist()
     n = len(paths)
     sizes = actions.column("size_bytes").to_pylist()
@@ -261,7 +246,7 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
               if pa.types.is_integer(col.type)]
     root = same_file(loc.url)
     kept = _pruned(table, prune) if prune is not None else None
-    masks = _keep_masks(table) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
+    masks = _keep_masks(table, loc.url, n) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
     files, keys = [], set()
     match = bool(masks) or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
     for i, (path, size, values, count) in enumerate(zip(paths, sizes, values_of, records)):
