@@ -5,7 +5,8 @@ log compaction, time travel by version or timestamp. What we take from it is a
 :class:`Snapshot`, a plain value: the table's schema (logical names), its partition columns, the
 data files of that version with their partition values (typed as the schema says), the
 physical-to-logical column names of column mapping, and each file's deletion vector as a keep
-mask (``DeltaTable.deletion_vectors()``). The data files are then read by our Parquet source.
+mask (read by :mod:`petastream.delta.deletion_vectors` from the log's descriptors). The data
+files are then read by our Parquet source.
 
 Reader features: a table whose protocol asks a reader for a feature not in
 :data:`READER_FEATURES` is refused at open (:class:`UnsupportedFeatureError`, naming the table,
@@ -29,6 +30,7 @@ from petastream.delta.deletion_vectors import (
     arrow_table,
     check_deltalake_usable,
     deltalake_keep_masks,
+    log_keep_masks,
 )
 from petastream.errors import (
     DatasetNotFoundError,
@@ -192,10 +194,23 @@ def same_file(a: str) -> str:
     return posixpath.normpath(path.replace(os.sep, "/")).lstrip("/")
 
 
-def _keep_masks(table: Any, url: str, files: int) -> dict[str, np.ndarray]:
-    """Each file with a deletion vector: its keep mask (rows past the mask's end are kept)."""
-    masks = deltalake_keep_masks(table, url, int(table.version()), files)
-    return {same_file(path): keep for path, keep in masks.items()}
+def _keep_masks(table: Any, loc: Location, files: dict[str, int | None], keys: dict[str, str],
+                n: int) -> dict[str, np.ndarray]:
+    """Keep masks (rows past a mask's end are kept) of those of ``files`` (add path -> rows)
+    with a deletion vector, by the key of each file (``keys``: key -> add path, every file): read from the log's descriptors, or, where
+    the log needs deltalake (multi-part or v2 checkpoints...), by deltalake, bounded in time."""
+    version = int(table.version())
+    masks, why = log_keep_masks(loc, version, files)
+    if masks is not None:
+        key_of = {path: key for key, path in keys.items()}
+        return {key_of[path]: keep for path, keep in masks.items()}
+    known = set(keys)
+    out = {same_file(path): keep for path, keep in deltalake_keep_masks(table, loc.url, version, n, why).items()}
+    unmatched = sorted(set(out) - known)
+    if unmatched:  # a deletion vector must never be dropped for want of its file
+        raise InternalError(f"Delta table {loc.url}: deletion vectors for {unmatched[:3]} match no data file "
+                            "of the snapshot; please report this")
+    return out
 
 
 def _struct_fields(actions: Any, name: str) -> dict[str, Any]:
@@ -246,26 +261,28 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
               if pa.types.is_integer(col.type)]
     root = same_file(loc.url)
     kept = _pruned(table, prune) if prune is not None else None
-    masks = _keep_masks(table, loc.url, n) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
-    files, keys = [], set()
-    match = bool(masks) or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
-    for i, (path, size, values, count) in enumerate(zip(paths, sizes, values_of, records)):
+    dv = "deletionVectors" in (table.protocol().reader_features or ())
+    chosen, keys = [], {}
+    match = dv or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
+    for i, path in enumerate(paths):
         absolute = "://" in path and bool(urlparse(path).scheme)
         rel = path if absolute else unquote(path)  # the log's paths are URL-encoded
         key = (same_file(path) if absolute else same_file(f"{root}/{path}")) if match else rel
         if key in keys:  # only names that differ in their escaping alone: never written by Delta writers
             raise FormatError(f"Delta table {loc.url}: two data files match {key}; cannot tell their "
                               "deletion vectors apart")
-        keys.add(key)
-        if kept is not None and key not in kept:
-            continue
+        keys[key] = path
+        if kept is None or key in kept:
+            chosen.append((i, path, rel, key))
+    # Only the files kept by the pruning get their vectors read.
+    masks = _keep_masks(table, loc, {path: records[i] for i, path, _, _ in chosen},
+                        keys, n) if dv else {}
+    files = []
+    for i, _, rel, key in chosen:
         known = tuple((name, of[i]) for name, of in counts if of[i] is not None)
-        files.append(DeltaFile(rel, int(size), values, masks.get(key),
+        count = records[i]
+        files.append(DeltaFile(rel, int(sizes[i]), values_of[i], masks.get(key),
                                None if count is None else int(count), known))
-    unmatched = sorted(set(masks) - keys)
-    if unmatched:  # a deletion vector must never be dropped for want of its file
-        raise InternalError(f"Delta table {loc.url}: deletion vectors for {unmatched[:3]} match no data file "
-                            "of the snapshot; please report this")
     files.sort(key=lambda f: f.path)
     return Snapshot(
         table=loc.url, version=int(table.version()), files=files,
