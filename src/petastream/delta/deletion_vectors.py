@@ -231,8 +231,8 @@ def _from_commits(log: Location, first: int, last: int, into: dict[str, Any]) ->
         with ThreadPoolExecutor(16) as pool:
             texts = list(pool.map(log.read_bytes, names))
     for text in texts:
-        for line in text.splitlines():
-            if b'"add"' in line:
+        for line in text.decode().splitlines():  # str: json.loads then skips guessing the encoding
+            if '"add"' in line:
                 add = json.loads(line).get("add")
                 if add:
                     into[unquote(add["path"])] = add.get("deletionVector")
@@ -315,6 +315,7 @@ def _read(loc: Location, version: int, files: dict[str, int | None]) -> dict[str
     table = f"Delta table {loc.url} at version {version}"
     found = descriptors(loc, version, list(files))
     by_file: dict[str, list[str]] = {}
+    names: dict[tuple[str, str], str] = {}
     out: dict[str, np.ndarray] = {}
     for path, dv in found.items():
         kind = dv.get("storageType")
@@ -325,19 +326,22 @@ def _read(loc: Location, version: int, files: dict[str, int | None]) -> dict[str
             except ValueError as e:
                 raise CorruptShardError(f"{what} is not Z85 ({e})") from e
             out[path] = _mask(_rows(blob, what), dv, files[path], what)
-        elif kind in ("u", "p"):
-            by_file.setdefault(_vector_file(loc, dv), []).append(path)
+        elif kind in ("u", "p"):  # most vectors share a few files: each name decoded once
+            where = (kind, dv["pathOrInlineDv"])
+            if where not in names:
+                names[where] = _vector_file(loc, dv)
+            by_file.setdefault(names[where], []).append(path)
         else:
             raise _Unreadable(f"storageType {kind!r}")
-    names = sorted(by_file)
-    if loc.is_local or len(names) < 2:
-        contents = [loc.read_bytes(n) for n in names]
-    else:
+    files_read = sorted(by_file)
+    if loc.is_local or len(files_read) < 2:
+        contents = [loc.read_bytes(n) for n in files_read]
+    else:  # one request per vector file: a few at once
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(16) as pool:
-            contents = list(pool.map(loc.read_bytes, names))
-    for name, content in zip(names, contents):
+            contents = list(pool.map(loc.read_bytes, files_read))
+    for name, content in zip(files_read, contents):
         for path in by_file[name]:
             what = f"{table}: the deletion vector of {path}"
             out[path] = _mask(_rows(_file_blob(content, found[path], loc.child_url(name), what), what),
