@@ -147,6 +147,14 @@ def test_a_damaged_vector_file_is_an_error_naming_it(tmp_path):
         DeltaSource(path)
 
 
+def test_an_empty_vector_deletes_nothing(tmp_path):
+    path = str(tmp_path / "t")
+    paths = many_files_table(path, 2)
+    delete_rows(path, {paths[0]: [], paths[1]: [3]})
+    src = DeltaSource(path)
+    assert src.deleted_rows == 1 and sorted(src.read(np.arange(len(src)))["id"].tolist()) == [0, 1, 2, 3, 4, 5, 6]
+
+
 def test_a_log_we_do_not_read_falls_back_to_deltalake(tmp_path):
     """A multi-part checkpoint (one part here, named as such): deltalake reads the vectors."""
     from deltalake import DeltaTable

@@ -274,7 +274,8 @@ def _rows(blob: bytes, what: str) -> np.ndarray:
 
 
 def _file_blob(content: bytes, dv: dict, name: str, what: str) -> bytes:
-    offset, size = int(dv.get("offset") or 0), int(dv["sizeInBytes"])
+    # No offset: the file's first vector (byte 0 is the version), as Delta's writers place it.
+    offset, size = int(1 if dv.get("offset") is None else dv["offset"]), int(dv["sizeInBytes"])
     if content[:1] != b"\x01":
         raise CorruptShardError(f"{what}: {name} does not start with version byte 1")
     if offset < 1 or offset + 8 + size > len(content):
@@ -302,7 +303,7 @@ def _vector_file(loc: Location, dv: dict) -> str:
         return f"{text[:-20]}/{name}" if text[:-20] else name
     root = loc.url.rstrip("/") + "/"
     path = unquote(text)
-    for form in (root, "file://" + root if root.startswith("/") else root):
+    for form in (root, "file://" + root, "file:" + root):  # Spark writes file:/path
         if path.startswith(form):
             return path[len(form):]
     raise _Unreadable(f"the vector file {text} is outside the table's directory")
@@ -325,7 +326,7 @@ def _read(loc: Location, version: int, files: dict[str, int | None]) -> dict[str
                 blob = _z85(str(dv["pathOrInlineDv"]))[:int(dv["sizeInBytes"])]
             except ValueError as e:
                 raise CorruptShardError(f"{what} is not Z85 ({e})") from e
-            out[path] = _mask(_rows(blob, what), dv, files[path], what)
+            _add(out, path, _mask(_rows(blob, what), dv, files[path], what))
         elif kind in ("u", "p"):  # most vectors share a few files: each name decoded once
             where = (kind, dv["pathOrInlineDv"])
             if where not in names:
@@ -344,9 +345,14 @@ def _read(loc: Location, version: int, files: dict[str, int | None]) -> dict[str
     for name, content in zip(files_read, contents):
         for path in by_file[name]:
             what = f"{table}: the deletion vector of {path}"
-            out[path] = _mask(_rows(_file_blob(content, found[path], loc.child_url(name), what), what),
-                              found[path], files[path], what)
+            _add(out, path, _mask(_rows(_file_blob(content, found[path], loc.child_url(name), what), what),
+                                  found[path], files[path], what))
     return out
+
+
+def _add(out: dict[str, np.ndarray], path: str, keep: np.ndarray) -> None:
+    if len(keep):  # an empty vector deletes nothing: the file is served whole
+        out[path] = keep
 
 
 def _mask(rows: np.ndarray, dv: dict, records: int | None, what: str) -> np.ndarray:
