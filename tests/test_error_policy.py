@@ -50,7 +50,7 @@ PARITY = {
 }
 # Exception classes that are not PetastreamErrors: internal control flow that never reaches a
 # caller (the materializer turns TaskErrors into a MaterializationError, as Spark's own error).
-NOT_ERRORS = {("spark/_outcome.py", "Retry"), ("spark/_outcome.py", "TaskErrors"),
+NOT_ERRORS = {("spark/_outcome.py", "Retry"), ("delta/deletion_vectors.py", "_Unreadable"), ("spark/_outcome.py", "TaskErrors"),
               ("pipeline/procpool/worker.py", "_Stopped")}
 
 

@@ -45,6 +45,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "gcsfs": ("gcsfs", "pip install 'petastream[cloud]'"),
     "adlfs": ("adlfs", "pip install 'petastream[cloud]'"),
     "deltalake": ("deltalake (delta-rs)", "pip install 'petastream[delta]'"),
+    "pyroaring": ("pyroaring", "pip install 'petastream[delta]'"),
 }
 
 

@@ -129,7 +129,8 @@ class is ours (:class:`InvalidArgumentError`, a ``ValueError``).
 Builtins kept on purpose (protocols, not errors): ``AttributeError`` from a module's
 ``__getattr__``, ``NotImplementedError`` in abstract methods, ``argparse.ArgumentTypeError``
 in argument parsers, and internal control flow that never leaves its module
-(``spark._outcome.Retry``, caught by the materializer).
+(``spark._outcome.Retry``, caught by the materializer; ``delta.deletion_vectors._Unreadable``,
+a log its reader hands to deltalake).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ log compaction, time travel by version or timestamp. What we take from it is a
 :class:`Snapshot`, a plain value: the table's schema (logical names), its partition columns, the
 data files of that version with their partition values (typed as the schema says), the
 physical-to-logical column names of column mapping, and each file's deletion vector as a keep
-mask (``DeltaTable.deletion_vectors()``). The data files are then read by our Parquet source.
+mask (read by :mod:`petastream.delta.deletion_vectors` from the log's descriptors). The data
+files are then read by our Parquet source.
 
 Reader features: a table whose protocol asks a reader for a feature not in
 :data:`READER_FEATURES` is refused at open (:class:`UnsupportedFeatureError`, naming the table,
@@ -25,6 +26,12 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from petastream._extras import require
+from petastream.delta.deletion_vectors import (
+    arrow_table,
+    check_deltalake_usable,
+    deltalake_keep_masks,
+    log_keep_masks,
+)
 from petastream.errors import (
     DatasetNotFoundError,
     FormatError,
@@ -94,6 +101,7 @@ def _deltalake(url: str) -> Any:
 
 def _load(url: str, version: int | None, timestamp: Any, options: dict[str, str] | None) -> Any:
     deltalake = _deltalake(url)
+    check_deltalake_usable(url)
     if version is not None and timestamp is not None:
         raise InvalidArgumentError(f"{url}: give version= or timestamp=, not both")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
@@ -186,30 +194,22 @@ def same_file(a: str) -> str:
     return posixpath.normpath(path.replace(os.sep, "/")).lstrip("/")
 
 
-def _arrow(data: Any) -> Any:
-    """deltalake's Arrow data (an arro3 table or reader) as a ``pyarrow.Table``, through the
-    Arrow C stream: ``pyarrow.table(data)`` first asks whether it is a pandas DataFrame, which
-    imports pandas (0.7-1.3 s in a fresh process here: most of a cold open of 10,000 files)."""
-    import pyarrow as pa
-
-    return (data if isinstance(data, pa.RecordBatchReader) else pa.RecordBatchReader.from_stream(data)).read_all()
-
-
-def _keep_masks(table: Any) -> dict[str, np.ndarray]:
-    """Each file with a deletion vector: its keep mask (rows past the mask's end are kept)."""
-    import pyarrow as pa
-
-    out: dict[str, np.ndarray] = {}
-    for batch in _arrow(table.deletion_vectors()).to_batches():
-        paths = batch.column("filepath").to_pylist()
-        vectors = batch.column("selection_vector")  # list<bool>: one keep mask per file
-        values = vectors.values
-        bits = np.unpackbits(np.frombuffer(values.buffers()[1], np.uint8), bitorder="little")
-        keep = bits[values.offset:values.offset + len(values)].astype(bool)
-        width = np.int64 if vectors.type.id == pa.large_list(pa.bool_()).id else np.int32
-        ends = np.frombuffer(vectors.buffers()[1], width)[vectors.offset:vectors.offset + len(vectors) + 1]
-        for path, a, b in zip(paths, ends[:-1].tolist(), ends[1:].tolist()):
-            out[same_file(path)] = keep[a:b]
+def _keep_masks(table: Any, loc: Location, files: dict[str, int | None], keys: dict[str, str],
+                n: int) -> dict[str, np.ndarray]:
+    """Keep masks (rows past a mask's end are kept) of those of ``files`` (add path -> rows)
+    with a deletion vector, by the key of each file (``keys``: key -> add path, every file): read from the log's descriptors, or, where
+    the log needs deltalake (multi-part or v2 checkpoints...), by deltalake, bounded in time."""
+    version = int(table.version())
+    masks, why = log_keep_masks(loc, version, files)
+    if masks is not None:
+        key_of = {path: key for key, path in keys.items()}
+        return {key_of[path]: keep for path, keep in masks.items()}
+    known = set(keys)
+    out = {same_file(path): keep for path, keep in deltalake_keep_masks(table, loc.url, version, n, why).items()}
+    unmatched = sorted(set(out) - known)
+    if unmatched:  # a deletion vector must never be dropped for want of its file
+        raise InternalError(f"Delta table {loc.url}: deletion vectors for {unmatched[:3]} match no data file "
+                            "of the snapshot; please report this")
     return out
 
 
@@ -247,7 +247,7 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
     partition_names = list(table.metadata().partition_columns or [])
     fields = _arrow_fields(table)
     types = {n: t for n, t, _ in fields}
-    actions = _arrow(table.get_add_actions(flatten=False))
+    actions = arrow_table(table.get_add_actions(flatten=False))
     paths = actions.column("path").to_pylist()
     n = len(paths)
     sizes = actions.column("size_bytes").to_pylist()
@@ -261,26 +261,28 @@ def open_snapshot(loc: Location, *, version: int | None = None, timestamp: Any =
               if pa.types.is_integer(col.type)]
     root = same_file(loc.url)
     kept = _pruned(table, prune) if prune is not None else None
-    masks = _keep_masks(table) if "deletionVectors" in (table.protocol().reader_features or ()) else {}
-    files, keys = [], set()
-    match = bool(masks) or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
-    for i, (path, size, values, count) in enumerate(zip(paths, sizes, values_of, records)):
+    dv = "deletionVectors" in (table.protocol().reader_features or ())
+    chosen, keys = [], {}
+    match = dv or kept is not None  # keys only where a file is looked up (10k files: ~0.1 s)
+    for i, path in enumerate(paths):
         absolute = "://" in path and bool(urlparse(path).scheme)
         rel = path if absolute else unquote(path)  # the log's paths are URL-encoded
         key = (same_file(path) if absolute else same_file(f"{root}/{path}")) if match else rel
         if key in keys:  # only names that differ in their escaping alone: never written by Delta writers
             raise FormatError(f"Delta table {loc.url}: two data files match {key}; cannot tell their "
                               "deletion vectors apart")
-        keys.add(key)
-        if kept is not None and key not in kept:
-            continue
+        keys[key] = path
+        if kept is None or key in kept:
+            chosen.append((i, path, rel, key))
+    # Only the files kept by the pruning get their vectors read.
+    masks = _keep_masks(table, loc, {path: records[i] for i, path, _, _ in chosen},
+                        keys, n) if dv else {}
+    files = []
+    for i, _, rel, key in chosen:
         known = tuple((name, of[i]) for name, of in counts if of[i] is not None)
-        files.append(DeltaFile(rel, int(size), values, masks.get(key),
+        count = records[i]
+        files.append(DeltaFile(rel, int(sizes[i]), values_of[i], masks.get(key),
                                None if count is None else int(count), known))
-    unmatched = sorted(set(masks) - keys)
-    if unmatched:  # a deletion vector must never be dropped for want of its file
-        raise InternalError(f"Delta table {loc.url}: deletion vectors for {unmatched[:3]} match no data file "
-                            "of the snapshot; please report this")
     files.sort(key=lambda f: f.path)
     return Snapshot(
         table=loc.url, version=int(table.version()), files=files,
