@@ -20,20 +20,10 @@ import pytest
 
 from petastream.compat import spark_dataset_converter as sdc
 from petastream.errors import InvalidArgumentError
+from tests.spark.helpers import functions_for as _functions
+from tests.spark.helpers import session_for as _session
 
 pytestmark = pytest.mark.spark
-
-
-def _session(request, mode):
-    return request.getfixturevalue("spark" if mode == "classic" else "spark_connect")
-
-
-def _functions(mode):
-    if mode == "classic":
-        from pyspark.sql import functions as F
-    else:
-        from pyspark.sql.connect import functions as F
-    return F
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Reading a materialized dataset back for comparison with ``df.collect()``."""
+"""Reading a materialized dataset back for comparison with ``df.collect()``; the session and
+``functions`` module of a test parametrized over classic and Connect."""
 
 from __future__ import annotations
 
@@ -22,3 +23,17 @@ def collect_sorted(df: Any, key: str = "id") -> list[dict[str, Any]]:
 
 def as_list(value: Any) -> list:
     return np.asarray(value).tolist()
+
+
+def session_for(request: Any, mode: str) -> Any:
+    """The classic (``"classic"``) or Spark Connect session fixture of a parametrized test."""
+    return request.getfixturevalue("spark" if mode == "classic" else "spark_connect")
+
+
+def functions_for(mode: str) -> Any:
+    """``pyspark.sql.functions`` of that kind of session (Connect has its own module)."""
+    if mode == "classic":
+        from pyspark.sql import functions as F
+    else:
+        from pyspark.sql.connect import functions as F
+    return F

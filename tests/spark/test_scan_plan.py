@@ -14,6 +14,8 @@ import pytest
 
 from petastream.parquet import ParquetSource
 from petastream.spark.scan_plan import recognise
+from tests.spark.helpers import functions_for as _functions
+from tests.spark.helpers import session_for as _session
 
 pytestmark = pytest.mark.spark
 
@@ -32,18 +34,6 @@ def files(tmp_path_factory) -> dict[str, str]:
     os.makedirs(parted)
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), parted / "a.parquet")
     return {"plain": str(plain), "parted": str(root / "parted")}
-
-
-def _session(request, mode):
-    return request.getfixturevalue("spark" if mode == "classic" else "spark_connect")
-
-
-def _functions(mode):
-    if mode == "classic":
-        from pyspark.sql import functions as F
-    else:
-        from pyspark.sql.connect import functions as F
-    return F
 
 
 def _served(scan) -> list[tuple]:
