@@ -11,7 +11,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -129,25 +128,40 @@ print(time.process_time(), flush=True)
 sys.stdin.readline()
 """
 
+# Runs in a fresh interpreter, so that no other process under pytest (a Spark JVM of another
+# test, say) adds its CPU time to the figures.
+_MEASURE = """
+import json, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+import _clock
+
+own = time.process_time()
+start = _clock.snapshot()
+child = subprocess.Popen([sys.executable, "-c", sys.argv[2]], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+child_cpu = float(child.stdout.readline())
+live = _clock.snapshot()  # the worker is alive (waiting on stdin): counted from /proc
+child.stdin.close()
+child.wait()
+ended = _clock.snapshot()  # reaped: counted by getrusage, less what /proc had shown
+mine = time.process_time() - own
+print(json.dumps({"child": child_cpu, "live": _clock.cpu_between(start, live) - mine,
+                  "ended": _clock.cpu_between(start, ended) - mine,
+                  "sum": _clock.cpu_between(start, live) + _clock.cpu_between(live, ended)
+                         - _clock.cpu_between(start, ended)}))
+"""
+
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="live workers are read from /proc (Linux)")
 def test_cpu_counts_a_worker_process_once_whether_live_or_ended():
-    own = time.process_time()
-    start = _clock.snapshot()
-    child = subprocess.Popen([sys.executable, "-c", _BURN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
-    assert child.stdout is not None and child.stdin is not None
-    child_cpu = float(child.stdout.readline())
-    live = _clock.snapshot()  # the worker is alive (waiting on stdin): counted from /proc
-    child.stdin.close()
-    child.wait()
-    ended = _clock.snapshot()  # reaped: counted by getrusage, minus what /proc had shown
-    mine = time.process_time() - own
-    tick = 0.05  # /proc and getrusage count in clock ticks
-    assert child_cpu - tick <= _clock.cpu_between(start, live) - mine <= child_cpu + 0.25
-    assert child_cpu - tick <= _clock.cpu_between(start, ended) - mine <= child_cpu + 0.25
-    assert abs(_clock.cpu_between(start, live) + _clock.cpu_between(live, ended)
-               - _clock.cpu_between(start, ended)) < 1e-6
+    peers = Path(_clock.__file__).parent
+    out = subprocess.run([sys.executable, "-c", _MEASURE, str(peers), _BURN], capture_output=True,
+                         text=True, check=True)
+    got = json.loads(out.stdout)
+    tick = 0.05  # /proc and getrusage count in clock ticks; the child's exit adds a little
+    assert got["child"] - tick <= got["live"] <= got["child"] + 0.25  # counted twice would be ~2x
+    assert got["child"] - tick <= got["ended"] <= got["child"] + 0.25
+    assert abs(got["sum"]) < 1e-6
 
 
 @pytest.mark.torch
