@@ -17,7 +17,9 @@ Allocator settings (glibc's environment tunables; each fixes what glibc otherwis
   buffers come from the heap and stay mapped between epochs);
 * ``arenas2``: ``MALLOC_ARENA_MAX=2`` (one arena per thread otherwise);
 * ``mmap-only`` / ``trim-only``: one of ``fixed``'s two settings alone (setting either also
-  turns glibc's adaptation of the other off).
+  turns glibc's adaptation of the other off);
+* ``pooled``: glibc's defaults, the loader's chunk buffers reused from a pool instead
+  (:mod:`benchmarks.alloc_stable`, a prototype patched into this process only).
 
 ``python -m benchmarks.epoch_swing [--workload tabular] [--rows 1000000] [--epochs 12]``
 """
@@ -39,6 +41,7 @@ SETTINGS = {
     "arenas2": {"MALLOC_ARENA_MAX": "2"},
     "mmap-only": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20)},
     "trim-only": {"MALLOC_TRIM_THRESHOLD_": str(256 << 20)},
+    "pooled": {"PETASTREAM_BENCH_POOL": "1"},  # benchmarks.alloc_stable, in the child
 }
 
 
@@ -54,6 +57,11 @@ def child(url: str, epochs: int, workers: int) -> None:
     """Runs in the subprocess: prints one JSON line of per-epoch measurements."""
     from petastream.bench import read_floor_data, torch_floor
     from petastream.torch import loader
+
+    if os.environ.get("PETASTREAM_BENCH_POOL"):
+        from benchmarks.alloc_stable import install
+
+        install()
 
     data = read_floor_data(url)
     ld = loader(url, 1024, shuffle=True, seed=1, num_workers=workers, rank=0, world_size=1)

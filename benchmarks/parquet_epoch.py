@@ -7,7 +7,7 @@ Workloads: 'tabular' and 'binary' (:mod:`benchmarks.workloads`), the Parquet cop
 * floor: numpy permutation + gather + ``torch.from_numpy`` over arrays in memory
   (:func:`petastream.bench.torch_floor`, as ``torch_epoch``);
 * ``ParquetSource`` + ``petastream.torch.loader`` (1 and 2 decode threads): one loader built
-  once, iterated once per epoch (warm-up, then best of 3), as ``torch_epoch`` measures MDS;
+  once, iterated once per epoch, as ``torch_epoch`` measures MDS;
 * ``ParquetSource`` decode path, one thread: the loader's own plan (``StreamPlanner``, default
   block and window), each chunk read with ``pipeline.decode.read_chunk`` after announcing the
   next chunks' shards to the source, batches sliced and turned into tensors: what a decode
@@ -17,7 +17,10 @@ Workloads: 'tabular' and 'binary' (:mod:`benchmarks.workloads`), the Parquet cop
 * Petastorm's ``make_batch_reader`` + ``BatchedDataLoader`` in its env, and the same script
   with petastream.compat's (``benchmarks/peers/petastorm_reader_epoch.py``; ``--peers``).
 
-``python -m benchmarks.parquet_epoch --rows 200000``.
+In-process rows run in interleaved rounds with the floor, peers bracketed by it, medians with
+their spread: as :mod:`benchmarks.torch_epoch`.
+
+``python -m benchmarks.parquet_epoch --rows 200000 [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import peer_envs
-from benchmarks.harness import Floor, Result, epoch_result, report, save
+from benchmarks.harness import Result, interleaved, peer_result, report, save, wall_of
 from benchmarks.torch_epoch import floor as torch_floor
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 from petastream import bench
@@ -98,35 +101,30 @@ def run(args: argparse.Namespace) -> list[Result]:
 
     results = []
     n = args.rows
+    rounds = getattr(args, "rounds", None) or 5
     for workload in WORKLOADS:
         data = make_data(workload, n)
         paths = prepare(workload, n, data)
         name = f"{NAME}/{workload}"
-        base = Floor(functools.partial(torch_floor, data))  # the torch epoch's floor, same rows
+        base = functools.partial(torch_floor, data)  # the torch epoch's floor, same rows
         parquet = functools.partial(ParquetSource, paths["parquet"], **OPTIONS)
-        rows = []
-        for workers in (1, 2):
-            rows.append(epoch_result(name, f"ParquetSource + torch.loader, {workers} thread(s)", n,
-                                     loader_epochs(parquet, workers)))
-            base.again()
+        mds = functools.partial(MDSDataset, paths["mds"])
         cache = tempfile.mkdtemp(prefix="petastream-decoded-")
         decoded = functools.partial(ParquetSource, paths["parquet"], cache_decoded=True, cache_dir=cache, **OPTIONS)
-        rows.append(epoch_result(name, "ParquetSource cache_decoded=True + torch.loader, 2 threads", n,
-                                 loader_epochs(decoded, 2)))
-        base.again()
-        shutil.rmtree(cache, ignore_errors=True)
-        rows.append(epoch_result(name, "ParquetSource decode path, 1 thread", n, decode_epochs(parquet)))
-        base.again()
-        rows.append(epoch_result(name, "MDS decode path, 1 thread (reference)", n,
-                                 decode_epochs(functools.partial(MDSDataset, paths["mds"]))))
-        base.again()
-        rows.append(epoch_result(name, "MDS + torch.loader, 2 threads (reference)", n,
-                                 loader_epochs(functools.partial(MDSDataset, paths["mds"]), 2)))
-        base.again()
-        for variant, res, note in peer_envs.reader_epochs(paths, n, args):
-            secs = res.get("seconds") if "error" not in res else None
-            rows.append(Result(name, variant, n, secs, note=note, extra=res.get("extra") or {}))
-        results += [base.result(name, FLOOR, n), *rows]
+        variants = {
+            **{f"ParquetSource + torch.loader, {w} thread(s)": loader_epochs(parquet, w) for w in (1, 2)},
+            "ParquetSource cache_decoded=True + torch.loader, 2 threads": loader_epochs(decoded, 2),
+            "ParquetSource decode path, 1 thread": decode_epochs(parquet),
+            "MDS decode path, 1 thread (reference)": decode_epochs(mds),
+            "MDS + torch.loader, 2 threads (reference)": loader_epochs(mds, 2),
+        }
+        try:
+            results += interleaved(name, n, (FLOOR, base), variants, rounds)
+        finally:
+            del variants
+            shutil.rmtree(cache, ignore_errors=True)
+        for variant, res, note in peer_envs.reader_epochs(paths, n, args, floor=wall_of(base)):
+            results.append(peer_result(name, n, variant, res, note))
     return results
 
 
@@ -134,7 +132,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=200_000)
     p.add_argument("--peers", nargs="*", default=None, help="petastorm, compat (default: both)")
-    p.add_argument("--peer-repeat", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=5, help="interleaved timed rounds after a warm-up (medians)")
+    p.add_argument("--peer-repeat", type=int, default=None, help="timed epochs per peer run (default: --rounds)")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
     args = p.parse_args()
     results = run(args)

@@ -13,10 +13,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.peers._clock import cpu_between, snapshot
+
+Floor = Callable[[], float]  # one epoch of the in-memory floor: its wall seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVS = Path(os.environ.get("PETASTREAM_BENCH_ENVS", ROOT / ".bench" / "envs"))
@@ -83,6 +89,22 @@ def run_runner(script: str, args: list[str], peer: str | None, timeout: float) -
     return {"error": f"failed: {script} exited {proc.returncode} without a result: {tail}"}
 
 
+def run_bracketed(script: str, args: list[str], peer: str | None, timeout: float,
+                  floor: Floor | None) -> dict:
+    """``run_runner``, with the floor timed just before and just after the subprocess
+    (``res["floors"]``: a subprocess cannot interleave with it epoch by epoch) and the CPU seconds
+    of the whole subprocess, start-up and warm-up included (``extra["subprocess_cpu_s"]``)."""
+    before = floor() if floor else None
+    start = snapshot()
+    res = run_runner(script, args, peer, timeout)
+    spent = cpu_between(start, snapshot())
+    if before is not None and floor is not None and "error" not in res:
+        res["floors"] = [round(before, 4), round(floor(), 4)]
+    if "error" not in res:
+        res["extra"] = {**(res.get("extra") or {}), "subprocess_cpu_s": round(spent, 3)}
+    return res
+
+
 def note_for(res: dict, note: str = "") -> str:
     """The table note: the error if any, then ``note``, then empty/incomplete epochs seen."""
     parts = [res["error"]] if "error" in res else []
@@ -96,7 +118,9 @@ def note_for(res: dict, note: str = "") -> str:
 def _opts(args) -> tuple[set[str], int, float]:
     peers = getattr(args, "peers", None)
     peers = set(PEERS + ("compat",)) if peers is None else set(peers)
-    return peers, getattr(args, "peer_repeat", 1), getattr(args, "peer_timeout", 1800.0)
+    # a peer's timed epochs: --peer-repeat, else as many as the in-process rows' rounds
+    repeat = getattr(args, "peer_repeat", None) or getattr(args, "rounds", None) or 1
+    return peers, repeat, getattr(args, "peer_timeout", 1800.0)
 
 
 def _materialize_note(res: dict) -> str:
@@ -107,8 +131,10 @@ def _materialize_note(res: dict) -> str:
     return f"materialize (untimed above) {ex['materialize_rows_per_s']:,} rows/s{rg}"
 
 
-def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -> list[tuple[str, dict, str]]:
-    """(variant, result, note) for Petastorm's converter and petastream's compat façade.
+def converter_epochs(framework: str, workload: str, paths: dict, n: int, args,
+                     floor: Floor | None = None) -> list[tuple[str, dict, str]]:
+    """(variant, result, note) for Petastorm's converter and petastream's compat façade
+    (``floor``: timed before and after each subprocess, :func:`run_bracketed`).
 
     ``framework`` is 'torch' (``make_torch_dataloader``) or 'tf' (``make_tf_dataset``). On
     'binary' with torch, Petastorm's failure is reported as it happens, then a separately
@@ -133,7 +159,7 @@ def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -
                 cli += ["--drop", *drop]
             if pool != "thread":
                 cli += ["--pool", pool]
-            res = run_runner("petastorm_epoch.py", cli, peer, timeout)
+            res = run_bracketed("petastorm_epoch.py", cli, peer, timeout, floor)
             note = shuffle if impl == "petastorm" else "same script, import from petastream.compat"
             if drop:
                 note = f"NOT the full workload: {', '.join(drop)} dropped before converting; {note}"
@@ -147,8 +173,8 @@ def converter_epochs(framework: str, workload: str, paths: dict, n: int, args) -
     return runs
 
 
-def mosaic_epoch(paths: dict, n: int, args) -> tuple[str, dict, str] | None:
-    """Mosaic's StreamingDataset + DataLoader, best of num_workers 0 and 2."""
+def mosaic_epoch(paths: dict, n: int, args, floor: Floor | None = None) -> tuple[str, dict, str] | None:
+    """Mosaic's StreamingDataset + DataLoader, the better median of num_workers 0 and 2."""
     peers, repeat, timeout = _opts(args)
     if "mosaic" not in peers:
         return None
@@ -157,20 +183,25 @@ def mosaic_epoch(paths: dict, n: int, args) -> tuple[str, dict, str] | None:
     for workers in (0, 2):
         cli = ["--mds", paths["mds"], "--rows", str(n), "--workers", str(workers),
                "--repeat", str(repeat), "--warmup", "0"]
-        tried[workers] = run_runner("mosaic_epoch.py", cli, "mosaic", timeout)
+        tried[workers] = run_bracketed("mosaic_epoch.py", cli, "mosaic", timeout, floor)
         if str(tried[workers].get("error", "")).startswith("unavailable"):
             return label, tried[workers], note_for(tried[workers])
     ok = {w: r for w, r in tried.items() if r.get("seconds")}
     if not ok:
         return label, tried[0], note_for(tried[0])
-    best = min(ok, key=lambda w: ok[w]["seconds"])
-    secs = ", ".join(f"{w}: {r['seconds']:.1f} s" if r.get("seconds") else f"{w}: {r.get('error')}"
+    best = min(ok, key=lambda w: _median(ok[w]))
+    secs = ", ".join(f"{w}: {_median(r):.1f} s" if r.get("seconds") else f"{w}: {r.get('error')}"
                      for w, r in tried.items())
     note = f"best of num_workers ({secs}) = {best}; no warm-up epoch (an epoch takes minutes)"
     return f"{label}, num_workers={best}", ok[best], note_for(ok[best], note)
 
 
-def reader_epochs(paths: dict, n: int, args, workers: int = 2) -> list[tuple[str, dict, str]]:
+def _median(res: dict) -> float:
+    return statistics.median(res.get("times") or [res["seconds"]])
+
+
+def reader_epochs(paths: dict, n: int, args, workers: int = 2,
+                  floor: Floor | None = None) -> list[tuple[str, dict, str]]:
     """(variant, result, note) for ``make_batch_reader`` + ``BatchedDataLoader`` over the
     workload's Parquet copy: Petastorm's, and petastream compat's (the same script)."""
     peers, repeat, timeout = _opts(args)
@@ -182,8 +213,8 @@ def reader_epochs(paths: dict, n: int, args, workers: int = 2) -> list[tuple[str
             cli = ["--impl", impl, "--parquet", paths["parquet"], "--rows", str(n), "--repeat", str(repeat),
                    "--workers", str(workers)]
             with tempfile.TemporaryDirectory(prefix=f"{impl}-cache-") as cache:
-                res = run_runner("petastorm_reader_epoch.py", cli + (["--cache-dir", cache] if cached else []),
-                                 peer, timeout)
+                res = run_bracketed("petastorm_reader_epoch.py", cli + (["--cache-dir", cache] if cached else []),
+                                    peer, timeout, floor)
             note = "a reader and loader per epoch, as a script makes them"
             if peer is None:
                 note += "; same script, import from petastream.compat"

@@ -21,6 +21,8 @@ BENCHMARKS = {
     "parquet_epoch": ("benchmarks.parquet_epoch", "floor: numpy perm+gather+from_numpy"),
 }
 PEER_CHOICES = (*peer_envs.PEERS, "compat")
+ROUNDS_DEFAULT = 5  # issue 36: medians of at least 5, interleaved
+ROUNDS_MATERIALIZE = 2  # a materialization round converts the whole DataFrame three ways
 
 
 def _peers(value: str) -> list[str]:
@@ -40,11 +42,15 @@ def main() -> None:
                         "('compat' = petastream's Petastorm façade), or 'none' (default: all)")
     p.add_argument("--build-peers", action="store_true",
                    help="build the peers' environments first (.bench/envs; minutes the first time)")
-    p.add_argument("--peer-repeat", type=int, default=1, help="timed epochs per peer run (best is kept)")
+    p.add_argument("--peer-repeat", type=int, default=None,
+                   help="timed epochs per peer subprocess (median and spread; default: --rounds)")
     p.add_argument("--peer-timeout", type=float, default=1800.0, help="seconds per peer subprocess")
-    p.add_argument("--rounds", type=int, default=2,
-                   help="materialize: interleaved timed rounds after the warm-up (ratios: median)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="interleaved timed rounds after a warm-up (medians and spread; default: "
+                        f"{ROUNDS_DEFAULT} for the epoch benchmarks, {ROUNDS_MATERIALIZE} for materialize)")
     args = p.parse_args()
+    if args.rounds is not None and args.rounds < 1:
+        p.error(f"--rounds: at least 1, got {args.rounds}")
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
         p.error(f"unknown benchmark(s) {unknown}; valid: {list(BENCHMARKS)}")
@@ -54,7 +60,8 @@ def main() -> None:
                 print(f"{peer}: {why}")
     for name in args.names:
         module, floor = BENCHMARKS[name]
-        results = importlib.import_module(module).run(args)
+        rounds = args.rounds or (ROUNDS_MATERIALIZE if name == "materialize" else ROUNDS_DEFAULT)
+        results = importlib.import_module(module).run(argparse.Namespace(**{**vars(args), "rounds": rounds}))
         print(report(results, floor))
         print(f"saved {save(name, results)}\n")
 

@@ -5,13 +5,14 @@ Same workloads and data as :mod:`benchmarks.torch_epoch`. Rows:
 * floor: numpy permutation + gather + ``tf.convert_to_tensor`` per column, per batch;
 * petastream native ``petastream.tf.dataset(url, batch_size=1024, shuffle=True, seed=1,
   num_epochs=1, num_workers=W)``, built once and iterated eagerly once per epoch (each
-  iteration is the next epoch, as under Keras), W = 1 and 2 (warm-up, then best of 3), with
+  iteration is the next epoch, as under Keras), W = 1 and 2, with
   decode threads (``worker_type="thread"``) and worker processes (``"process"``; the
   default, ``"auto"``, picks processes for W >= 2);
 * petastream compat ``make_tf_dataset`` and Petastorm's converter ``make_tf_dataset(
   batch_size=1024, num_epochs=1)``: the same script, Petastorm's in its own env.
 
-Rows are counted via ``id`` to confirm every epoch is complete.
+Rows are counted via ``id`` to confirm every epoch is complete. Interleaved rounds with the
+floor, medians and spread, peers bracketed by the floor: as :mod:`benchmarks.torch_epoch`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ import functools
 import numpy as np
 
 from benchmarks import peer_envs
-from benchmarks.harness import Floor, Result, epoch_result
-from benchmarks.torch_epoch import peer_result
+from benchmarks.harness import Result, interleaved, peer_result, wall_of
 from benchmarks.workloads import WORKLOADS, make_data, prepare
 from petastream import bench
 
@@ -32,8 +32,8 @@ BATCH = 1024
 FLOOR = "floor: numpy perm+gather+convert_to_tensor"
 
 
-def floor(data: dict[str, np.ndarray]) -> float:
-    return bench.tf_floor(data, BATCH)[1]  # shared with `petastream bench`
+def floor(data: dict[str, np.ndarray]) -> tuple[int, float]:
+    return bench.tf_floor(data, BATCH)  # shared with `petastream bench`
 
 
 def petastream_epochs(url: str, workers: int, worker_type: str = "thread") -> bench.EpochFn:
@@ -47,16 +47,15 @@ def run(args: argparse.Namespace) -> list[Result]:
         data = make_data(workload, n)
         paths = prepare(workload, n, data)
         bench = f"{NAME}/{workload}"
-        base = Floor(functools.partial(floor, data))
-        rows = []
+        base = functools.partial(floor, data)
+        variants = {}
         for worker_type, what in (("thread", "worker(s)"), ("process", "worker process(es)")):
             for workers in (1, 2):
                 default = " (default)" if worker_type == ("process" if workers >= 2 else "thread") else ""
-                rows.append(epoch_result(bench, f"petastream tf.dataset, {workers} {what}{default}", n,
-                                         petastream_epochs(paths["mds"], workers, worker_type)))
-                base.again()
-        results += [base.result(bench, FLOOR, n), *rows]
-        del data, base  # the columns: memory the peers need
-        for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args):
+                variants[f"petastream tf.dataset, {workers} {what}{default}"] = petastream_epochs(
+                    paths["mds"], workers, worker_type)
+        results += interleaved(bench, n, (FLOOR, base), variants, getattr(args, "rounds", None) or 5)
+        del variants  # their datasets and worker processes: memory the peers need
+        for variant, res, note in peer_envs.converter_epochs("tf", workload, paths, n, args, wall_of(base)):
             results.append(peer_result(bench, n, variant, res, note))
     return results

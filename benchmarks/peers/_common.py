@@ -1,7 +1,9 @@
 """Shared by the peer runners. They run under a peer env's python: nothing here imports petastream.
 
 A runner prints exactly one JSON line on stdout (its last line), read by ``benchmarks.peer_envs``:
-``{"rows": N, "seconds": best, "times": [...], "incomplete": [...], "note": ..., "extra": {...}}``
+``{"rows": N, "seconds": best, "times": [...], "cpu": [...], "incomplete": [...], "note": ..., "extra": {...}}``
+(``times``: wall s of each complete timed epoch; ``cpu``: CPU s of the same epochs, this process
+and every process under it, :mod:`_clock`)
 or, when it could not time a complete epoch, ``{"error": "<status>: <Type>: <message>"}``.
 """
 
@@ -11,6 +13,8 @@ import json
 import sys
 import time
 from collections.abc import Callable
+
+from _clock import cpu_between, snapshot
 
 BATCH = 1024
 
@@ -34,6 +38,7 @@ def timed_epochs(epoch: Callable[[], int], expected: int, repeat: int, warmup: i
     the result.
     """
     times: list[float] = []
+    cpu: list[float] = []
     incomplete: list[int] = []
     for _ in range(warmup):
         rows = epoch()
@@ -41,14 +46,16 @@ def timed_epochs(epoch: Callable[[], int], expected: int, repeat: int, warmup: i
             incomplete.append(rows)
     for _ in range(repeat):
         for _attempt in range(2):
+            before = snapshot()
             t = time.perf_counter()
             rows = epoch()
             dt = time.perf_counter() - t
             if rows == expected:
                 times.append(dt)
+                cpu.append(round(cpu_between(before, snapshot()), 4))
                 break
             incomplete.append(rows)
-    out: dict = {"rows": expected, "times": [round(x, 4) for x in times], "incomplete": incomplete,
+    out: dict = {"rows": expected, "times": [round(x, 4) for x in times], "cpu": cpu, "incomplete": incomplete,
                  "epochs": warmup + len(times) + len(incomplete)}
     if times:
         out["seconds"] = min(times)
