@@ -115,7 +115,9 @@ def serve(workload: str, n: int) -> None:
 
 class Worker:
     def __init__(self, tree: str, workload: str, n: int):
-        env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{ROOT}")
+        # A training script reads one dataset per epoch loop; here three rows read the Parquet
+        # with different options, each through the source its last epoch kept (where kept).
+        env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{ROOT}", PETASTREAM_COMPAT_KEPT_SOURCES="3")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.compat_epoch", "--serve", workload, "--rows", str(n)],
             cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -96,3 +96,14 @@ def test_a_converter_context_per_epoch_reuses_the_direct_source(tmp_path):
             assert sorted(int(i) for b in loader for i in b["id"]) == list(range(100))
             datasets.append(loader.reader.dataset)
     assert datasets[0] is datasets[1]
+
+
+def test_a_pass_left_early_then_a_new_reader_reads_everything(tmp_path):
+    _write(str(tmp_path / "a.parquet"), 0, rows=2000)
+    reader = make_batch_reader(str(tmp_path), workers_count=2, num_epochs=1, seed=3)
+    with BatchedDataLoader(reader, batch_size=16) as loader:
+        for _ in zip(range(3), loader):
+            pass
+    reader = make_batch_reader(str(tmp_path), workers_count=2, num_epochs=1, seed=3)
+    with BatchedDataLoader(reader, batch_size=16) as loader:
+        assert sorted(int(i) for b in loader for i in b["id"]) == list(range(2000))
