@@ -107,3 +107,16 @@ def test_a_pass_left_early_then_a_new_reader_reads_everything(tmp_path):
     reader = make_batch_reader(str(tmp_path), workers_count=2, num_epochs=1, seed=3)
     with BatchedDataLoader(reader, batch_size=16) as loader:
         assert sorted(int(i) for b in loader for i in b["id"]) == list(range(2000))
+
+
+def test_a_reader_never_closed_lets_its_source_go(tmp_path):
+    import gc
+    import weakref
+
+    _write(str(tmp_path / "a.parquet"), 0)
+    reader = make_batch_reader(str(tmp_path), reader_pool_type="dummy")
+    assert sorted(int(i) for b in reader for i in b.id) == list(range(100))
+    gone = weakref.ref(reader.dataset)
+    del reader
+    gc.collect()
+    assert gone() is None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -40,7 +41,8 @@ MAX_IDLE = int(os.environ.get("PETASTREAM_COMPAT_KEPT_SOURCES", "2"))
 
 _lock = threading.Lock()
 _idle: OrderedDict[tuple[str, str], ParquetSource] = OrderedDict()
-_lent: dict[int, tuple[tuple[str, str], ParquetSource]] = {}
+# Weak: a reader never stopped and joined lets its source go with it, as before.
+_lent: weakref.WeakKeyDictionary[ParquetSource, tuple[str, str]] = weakref.WeakKeyDictionary()
 
 
 def _key(source: Any, options: dict[str, Any]) -> tuple[str, str] | None:
@@ -67,17 +69,16 @@ def take(source: Any, options: dict[str, Any]) -> Any:
     elif kept is not None:  # its decoded cache was removed: let it go
         kept.close()
     with _lock:
-        _lent[id(source)] = (key, source)
+        _lent[source] = key
     return source
 
 
 def give_back(source: Any) -> None:
     """Keep ``source`` (lent by :func:`take`, its reader done) for the next reader of it."""
     with _lock:
-        entry = _lent.pop(id(source), None)
-    if entry is None:
+        key = _lent.pop(source, None)
+    if key is None:
         return
-    key, source = entry
     source.close()  # end of its last pass: read-ahead dropped, decoded local row groups kept
     evicted: list[ParquetSource] = []
     with _lock:
