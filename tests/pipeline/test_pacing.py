@@ -193,3 +193,14 @@ def test_closing_the_run_ends_a_wait():
     run.close()
     t.join(60)
     assert not t.is_alive() and got == [0] and pacer.waiting_for == []
+
+
+def test_whole_shards_in_a_window_of_one_sample_are_paced_per_shard():
+    # compat's default order: shards permuted, each read in order (a window of one sample).
+    plan = StreamPlanner([300, 300, 400], 10, shuffle=True, seed=1, window=1, block_size=1 << 62).plan()
+    peers = _Peers([])
+    run = Pacer(peers, source=None, lead=1).wrap(_Run(100), plan)
+    for _ in range(100):
+        next(run)
+    assert [w for w, _ in peers.published] == [0, 1, 2]  # units of the largest shard (400 samples)
+    assert peers.calls == 3

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any
 
+from petastream.compat import _source_reuse as source_reuse
 from petastream.compat._checks import refuse_row_selection
 from petastream.compat._row_cache import local_path
 from petastream.compat._row_source import warn_if_petastorm_dataset
@@ -68,10 +69,11 @@ def _open_parquet(url_or_urls: Any, *, storage_options: dict | None, cache: dict
     first = url_or_urls if isinstance(url_or_urls, (str, os.PathLike)) else list(url_or_urls)[0]
     plan = narrow_plan(source.plan, predicate=predicate, rowgroup_selector=rowgroup_selector, cur_shard=cur_shard,
                        shard_count=shard_count, dataset_url=os.fspath(first), storage_options=storage_options)
-    if plan is source.plan:
-        return source
-    source.close()
-    return ParquetSource(plan.root_urls, plan=plan, **options)
+    if plan is not source.plan:
+        source.close()
+        source = ParquetSource(plan.root_urls, plan=plan, **options)
+    # The last reader's source of the same files, with the row groups it decoded (a reader per epoch).
+    return source_reuse.take(source, options)
 
 
 def _open_files(url_or_urls: Any, filters: Any, options: dict[str, Any]) -> Any:

@@ -149,6 +149,10 @@ class LoaderBase:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._loader is not None:
+            # Its workers stop now (a pass left early would keep reading ahead), before the
+            # reader's join hands its source on to the next reader (compat._source_reuse).
+            self._loader.close()
         self.reader.stop()
         self.reader.join()
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.compat import _source_reuse as source_reuse
 from petastream.compat._batch_open import (
     dataset_root,
     open_batch_source,
@@ -372,10 +373,19 @@ def make_batch_reader(dataset_url_or_urls: str | list[Any], schema_fields: list[
         # Ranks must agree on the order to split it: with sharding, derive the seed from the
         # dataset (every rank computes the same one); alone, draw one as Petastorm does.
         seed = int(dataset.fingerprint[:8], 16) & 0x7FFFFFFF if shard_count else secrets.randbits(31)
-    return Reader(
+    reader = Reader(
         dataset, columns=columns, shuffle=bool(shuffle_row_groups or shuffle_rows), shuffle_rows=bool(shuffle_rows),
         seed=int(seed), num_epochs=num_epochs,
         rank=cur_shard or 0, world_size=shard_count or 1, workers=workers, transform_spec=transform_spec,
         pool_type=reader_pool_type, zmq_copy_buffers=zmq_copy_buffers, cache=disk_cache,
         drop_partitions=shuffle_row_drop_partitions, pending_error=pending, on_error=policy.on_error, casts=casts,
     )
+    reader.on_join(functools.partial(_give_back_source, reader))
+    return reader
+
+
+def _give_back_source(reader: Reader) -> None:
+    """At a stopped reader's join: its Parquet source, kept for the next reader of the same
+    files (see :mod:`petastream.compat._source_reuse`)."""
+    if reader.stopped:
+        source_reuse.give_back(reader.dataset)

@@ -49,6 +49,7 @@ from multiprocessing.pool import ThreadPool
 from types import TracebackType
 from typing import Any
 
+from petastream.compat import _source_reuse as source_reuse
 from petastream.compat._checks import check_tf_arguments, check_torch_arguments
 from petastream.compat._df_helpers import check_dtype as _check_dtype
 from petastream.compat._df_helpers import convert_precision as _convert_precision
@@ -359,7 +360,10 @@ def _open_reader(urls: list[str], kwargs: dict[str, Any], direct: DirectRead | N
         _wait_file_available(urls)
         return make_batch_reader(urls, **kwargs)
     kwargs = dict(kwargs)
-    source = direct.open(storage_options=kwargs.pop("storage_options", None), cache_limit=kwargs.pop("cache_limit", None))
+    options = {"storage_options": kwargs.pop("storage_options", None), "cache_limit": kwargs.pop("cache_limit", None)}
+    # A context per epoch reads the row groups the last context's source left decoded, when
+    # its files are unchanged (see petastream.compat._source_reuse); the reader gives it back.
+    source = source_reuse.take(direct.open(**options), {**options, "direct": repr(direct)})
     return make_batch_reader(source, casts=direct.casts, **kwargs)
 
 
