@@ -73,9 +73,15 @@ class Fingerprinted(Protocol):
 class StringReads(Protocol):
     """str/bytes columns can be read as ``"objects"`` (one Python object a value, the default)
     or ``"ragged"`` (a :class:`~petastream.columns.ragged.Ragged` of their bytes): process workers
-    set ``"ragged"`` for a pass that hands strings over in shared memory, uncut."""
+    set ``"ragged"`` for a pass that hands strings over in shared memory, uncut. ``with_strings``
+    reads another way without changing the source (loaders asked for jagged strings read through
+    it while others may read the same source as objects)."""
 
     strings: str
+
+    def with_strings(self, mode: str) -> Source:
+        """A shallow copy reading str/bytes columns as ``mode``, sharing shards and caches."""
+        ...
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ decompression.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -273,6 +274,13 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
 
     def for_epoch(self, seed: int, epoch: int) -> MDSDataset:
         return self  # an epoch reads the same samples (the Source protocol)
+
+    def with_strings(self, mode: str) -> MDSDataset:
+        """This dataset reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
+        sharing shards, store and cache; ``self`` reads as before."""
+        view = copy.copy(self)
+        view.strings = mode
+        return view
 
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing

@@ -27,6 +27,7 @@ each time the plan comes back to it.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -132,6 +133,9 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     files unchanged (no footer read, no filter applied again).
     """
 
+    #: Set on a :meth:`with_strings` copy: how it reads str/bytes columns, whatever row_groups says.
+    _read_strings: str | None = None
+
     def __init__(
         self,
         url_or_urls: str | os.PathLike | Sequence[str | os.PathLike],
@@ -213,11 +217,19 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     def strings(self) -> str:
         """How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
         ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``."""
-        return self.row_groups.strings
+        return self._read_strings or self.row_groups.strings
 
     @strings.setter
     def strings(self, value: str) -> None:
         self.row_groups.strings = value
+
+    def with_strings(self, mode: str) -> ParquetSource:
+        """This source reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
+        sharing row groups, store and cache; ``self`` reads as before. (Row groups loaded for
+        ``self``'s reads as objects still make their objects once per load.)"""
+        view = copy.copy(self)
+        view._read_strings = mode
+        return view
 
     # -- pickling ----------------------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:
