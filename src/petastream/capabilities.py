@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from petastream.source import Source
 
 __all__ = ["CachePeers", "Composite", "Fingerprinted", "Peers", "Pinned", "StringReads",
-           "fingerprint_of"]
+           "fingerprint_of", "reading_strings"]
 
 
 class Peers(Protocol):
@@ -114,3 +114,12 @@ def fingerprint_of(source: Any) -> str:
     """``source``'s fingerprint (:class:`Fingerprinted`), or its URL where it has none."""
     found = source.fingerprint if isinstance(source, Fingerprinted) else ""
     return found or str(source.url)
+
+
+def reading_strings(source: Source, mode: str) -> Source:
+    """``source`` reading str/bytes columns as ``mode`` (``"objects"``/``"ragged"``), without
+    changing ``source`` itself (others may read through it): a copy where it is
+    :class:`StringReads` and reads otherwise, else ``source`` (which then reads objects)."""
+    if not isinstance(source, StringReads) or source.strings == mode:
+        return source
+    return source.with_strings(mode)

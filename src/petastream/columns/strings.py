@@ -22,7 +22,7 @@ import numpy as np
 from petastream.columns.ragged import Ragged
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["STRING_FORMS", "as_ragged_bytes", "jagged_columns", "reading_strings"]
+__all__ = ["STRING_FORMS", "as_ragged_bytes", "jagged_columns"]
 
 STRING_FORMS = ("objects", "jagged")
 #: MDS encodings (Parquet sources name theirs alike) of the columns that may come jagged.
@@ -104,13 +104,3 @@ def as_ragged_bytes(name: str, col: Any, kind: str) -> Ragged:
             "replace them in transform (e.g. with '') or read the column as strings='objects'")
     return binary_as_ragged(arr)
 
-
-def reading_strings(source: Any, mode: str) -> Any:
-    """``source`` reading str/bytes columns as ``mode`` (``"objects"``/``"ragged"``), without
-    changing ``source`` itself (others may read through it): a copy where it is
-    :class:`~petastream.capabilities.StringReads` and reads otherwise, else ``source``."""
-    from petastream.capabilities import StringReads
-
-    if not isinstance(source, StringReads) or source.strings == mode:
-        return source
-    return source.with_strings(mode)

@@ -10,7 +10,8 @@ from typing import Any
 
 import torch
 
-from petastream.columns.strings import jagged_columns, reading_strings
+from petastream.capabilities import reading_strings
+from petastream.columns.strings import jagged_columns
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import BatchLoader, PassRun, PassWork
 from petastream.pipeline.executor import Executor
