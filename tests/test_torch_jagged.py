@@ -85,6 +85,8 @@ def test_per_column_choice_and_source_left_as_is(mds_url):
     batch = next(iter(loader(ds, 32, strings={"b": "jagged"})))
     assert isinstance(batch["b"], JaggedBytes) and isinstance(batch["s"], list)
     assert ds.strings == "objects"  # the loader read through a copy
+    view = ds.with_strings("ragged")
+    assert view.store is ds.store and view.strings == "ragged"  # a view: not reopened
     assert isinstance(ds.read(np.arange(3), ["s"])["s"][0], str)
 
 
@@ -132,6 +134,15 @@ def test_none_values_refused_naming_the_column():
         to_jagged("s", np.array(["a", None], dtype=object), "str")
     with pytest.raises(InvalidArgumentTypeError, match="column 'b': strings='jagged' takes bytes values"):
         to_jagged("b", np.array([1, 2], dtype=object), "bytes")
+
+
+def test_parquet_view_shares_the_row_groups(parquet_path):
+    src = open_parquet(parquet_path)
+    view = src.with_strings("ragged")
+    assert view.store is src.store and view.row_groups is src.row_groups
+    assert view.strings == "ragged" and src.strings == "objects"
+    assert isinstance(src.read(np.arange(3), ["s"])["s"][0], str)
+    assert view.read(np.arange(3), ["s"])["s"].values.dtype == np.uint8
 
 
 def test_parquet_nulls(tmp_path):
@@ -196,3 +207,15 @@ def test_pickles_and_nested():
     nt = j.nested()
     assert nt.is_nested and [t.tolist() for t in nt.unbind()] == [[97, 98], [], [99, 100, 101]]
     assert j.lengths().tolist() == [2, 0, 3] and "rows=3" in repr(j)
+
+
+def test_own_dataloader(mds_url):
+    from torch.utils.data import DataLoader
+
+    from petastream.torch import MDSIterableDataset
+
+    ds = MDSIterableDataset(mds_url, 100, strings={"s": "jagged"})
+    batches = list(DataLoader(ds, batch_size=None, num_workers=2))
+    assert all(isinstance(b["s"], JaggedBytes) for b in batches)
+    got = sorted((int(i), v) for b in batches for i, v in zip(b["id"], b["s"].tolist()))
+    assert got == [(i, _text(i)) for i in range(N)]

@@ -16,7 +16,6 @@ decompression.
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -278,7 +277,8 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
     def with_strings(self, mode: str) -> MDSDataset:
         """This dataset reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
         sharing shards, store and cache; ``self`` reads as before."""
-        view = copy.copy(self)
+        view = object.__new__(MDSDataset)  # (not copy.copy: it would go through __reduce__, which reopens)
+        view.__dict__.update(self.__dict__)
         view.strings = mode
         return view
 

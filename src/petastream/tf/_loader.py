@@ -11,6 +11,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from petastream.capabilities import reading_strings
 from petastream.columns.strings import jagged_columns
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mix.source import open_source
@@ -150,6 +151,8 @@ class TFLoader(BatchLoader):
         self.batches_per_call, self.group = batches_per_call, group
         self.device = _check_device(device)
         self.ragged, self.element, self.plans, self.packed = ragged, element, plans, packed
+        if jagged_read in self.work_stages:
+            reading_strings(source, "ragged")  # now: the source's read-ahead may load before a pass starts
 
     @property
     def worker_type(self) -> str:

@@ -181,6 +181,7 @@ class TorchLoader(BatchLoader):
             self.convert = functools.partial(to_tensors, jagged=self.jagged)
             if transform is None:  # (a transform is given the str/bytes objects, as ever)
                 self.work_stages.append(_read_ragged)
+                reading_strings(self.dataset, "ragged")  # now: read-ahead may load before a pass starts
         if worker_type == "thread" and self.pin_memory and convert is to_tensors:  # threads pin as they convert
             min_bytes = PIN_MIN_BYTES if pin_memory is None else 0
             self.work_stages.append(_pin_per_pass(self.device, min_bytes, self.jagged))
