@@ -101,3 +101,19 @@ def test_transform_output_and_nulls(mds_url, tmp_path):
     filled = next(iter(TFLoader(open_parquet(str(path), null_policy="fill"), 8, strings="jagged",
                                 worker_type="thread")))
     assert [bytes(r) for r in filled["s"].numpy()] == [b"a", b""]
+
+
+def test_output_signature_declares_bytes_as_ragged_uint8(mds_url):
+    sig = {"id": tf.TensorSpec((None,), tf.int64), "s": tf.RaggedTensorSpec((None, None), tf.uint8)}
+    batch = next(iter(TFLoader(mds_url, 16, columns=["id", "s"], output_signature=sig, worker_type="thread")))
+    assert [bytes(r).decode() for r in batch["s"].numpy()] == [_text(i) for i in range(16)]
+
+
+def test_numpy_text_arrays_from_transform(mds_url):
+    def fixed(batch):
+        return {"id": batch["id"], "s": np.array([f"x{i}" for i in batch["id"]]),  # '<U..' array
+                "b": np.array([b"y" * (int(i) % 3) for i in batch["id"]], dtype="S")}
+
+    batch = next(iter(TFLoader(mds_url, 6, transform=fixed, strings="jagged", worker_type="thread")))
+    assert [bytes(r).decode() for r in batch["s"].numpy()] == [f"x{i}" for i in range(6)]
+    assert [bytes(r) for r in batch["b"].numpy()] == [b"y" * (i % 3) for i in range(6)]

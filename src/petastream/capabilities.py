@@ -14,7 +14,9 @@ capability        what it means                                       who has it
 ``Fingerprinted`` a content identity, the same on every machine       MDSDataset, ParquetSource,
                   that opens the same data                            MixtureSource
 ``StringReads``   str/bytes columns readable as ``Ragged`` bytes      MDSDataset, ParquetSource,
-                  (process workers hand them over packed)             MixtureSource
+                  (process workers hand them over packed; loaders     MixtureSource
+                  asked for ``strings="jagged"`` read through a
+                  ``with_strings`` view)
 ``Pinned``        reads one snapshot of a changing table, and         DeltaSource
                   reopens at another (a resumed ``state_dict``'s)
 ``Composite``     made of other sources (a mixture's streams)         MixtureSource

@@ -277,7 +277,7 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
     def with_strings(self, mode: str) -> MDSDataset:
         """This dataset reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
         sharing shards, store and cache; ``self`` reads as before."""
-        view = object.__new__(MDSDataset)  # (not copy.copy: it would go through __reduce__, which reopens)
+        view = object.__new__(type(self))  # (not copy.copy: it would go through __reduce__, which reopens)
         view.__dict__.update(self.__dict__)
         view.strings = mode
         return view

@@ -231,7 +231,7 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         row group): objects made for nothing cost a jagged epoch a third of its time."""
         if self._read_strings is None:
             self._read_strings = self.row_groups.strings  # (self keeps its mode)
-        view = object.__new__(ParquetSource)  # (not copy.copy: it would go through __reduce__, which reopens)
+        view = object.__new__(type(self))  # (not copy.copy: it would go through __reduce__, which reopens)
         view.__dict__.update(self.__dict__)
         view._read_strings = mode
         if mode != "objects":

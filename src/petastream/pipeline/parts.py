@@ -109,7 +109,8 @@ class ColumnParts:
             if len(splits) and splits[0] != 0:
                 values, splits = values[splits[0]:splits[-1]], splits - splits[0]
         elif self.dtype == np.uint8 and _holds_text(col):  # str/bytes as their bytes (strings="jagged")
-            kind = "str" if isinstance(col[0], str) else "bytes"
+            kind = "str" if (col.dtype.kind == "U" if isinstance(col, np.ndarray) and col.dtype.kind in "US"
+                             else isinstance(col[0], str)) else "bytes"
             r = as_ragged_bytes(self.name, col, kind)
             values, splits = r.values, r.offsets
         elif isinstance(col, np.ndarray) and col.dtype != object and col.ndim == 2:
@@ -148,8 +149,10 @@ class ColumnParts:
 
 
 def _holds_text(col: Any) -> bool:
-    return len(col) > 0 and isinstance(col[0], (str, bytes)) and (
-        not isinstance(col, np.ndarray) or col.dtype == object)
+    """Whether a column of a uint8 ragged plan holds str/bytes values (to cut into bytes)."""
+    if isinstance(col, np.ndarray):
+        return col.dtype.kind in "US" or (col.dtype == object and len(col) > 0 and isinstance(col[0], (str, bytes)))
+    return len(col) > 0 and isinstance(col[0], (str, bytes))
 
 
 def _shape_fits(actual: tuple[int, ...], declared: tuple[int | None, ...]) -> bool:
