@@ -219,3 +219,17 @@ def test_own_dataloader(mds_url):
     assert all(isinstance(b["s"], JaggedBytes) for b in batches)
     got = sorted((int(i), v) for b in batches for i, v in zip(b["id"], b["s"].tolist()))
     assert got == [(i, _text(i)) for i in range(N)]
+
+
+def test_shares_only_its_own_buffers():
+    """Values gathered for the batch are handed out as they are; views of anything else (a
+    cached Arrow buffer, even a writable one) are copied, so a tensor written in place cannot
+    change what a later read returns."""
+    own = np.arange(10, dtype=np.uint8)
+    j = JaggedBytes.from_numpy(own[2:8], np.array([0, 3, 6]))
+    assert np.shares_memory(j.values.numpy(), own)
+    cached = pa.array([b"abc", b"def"], pa.large_binary())
+    view = np.frombuffer(cached.buffers()[2], dtype=np.uint8)
+    k = JaggedBytes.from_numpy(view, np.array([0, 3, 6]))
+    k.values[0] = ord("z")
+    assert cached.to_pylist() == [b"abc", b"def"] and k.tolist() == [b"zbc", b"def"]

@@ -41,10 +41,11 @@ class JaggedBytes:
 
     @classmethod
     def from_numpy(cls, values: np.ndarray, offsets: np.ndarray, utf8: bool = False) -> JaggedBytes:
-        """From a ``Ragged``'s arrays (offsets from 0), shared where they are writable (a
-        batch's own gather, as numeric columns are), else copied: read-only values are views of
-        a shard or of an Arrow buffer that a cache shares. (A copy of a batch's 256 KB of
-        payload, in a fresh allocation that faults its pages in, was a third of its cost.)"""
+        """From a ``Ragged``'s arrays (offsets from 0), shared where they are the batch's own
+        (a gather into memory numpy allocated, as numeric columns are), else copied: views of a
+        shard or of Arrow buffers a cache holds must not be handed out. (A copy of a batch's
+        256 KB of payload, in a fresh allocation that faults its pages in, was a third of the
+        column's cost.)"""
         return cls(torch.from_numpy(_owned(values, np.uint8)), torch.from_numpy(_owned(offsets, np.int64)), utf8)
 
     def __len__(self) -> int:
@@ -107,7 +108,13 @@ class JaggedBytes:
 
 
 def _owned(a: np.ndarray, dtype: type) -> np.ndarray:
-    """``a`` as a contiguous writable array of ``dtype``: itself where it is one already."""
-    if a.dtype == dtype and a.flags.writeable and a.flags.c_contiguous:
+    """``a`` as a contiguous array of ``dtype`` that nothing else reads: itself where it is a
+    view of memory numpy allocated (a batch's own gather), else a copy. Writability does not
+    tell: numpy views of a cached row group's Arrow buffers, or of a shard, may be writable."""
+    base: Any = a
+    while isinstance(base, np.ndarray) and not base.flags.owndata:
+        base = base.base
+    if isinstance(base, np.ndarray) and not isinstance(base, np.memmap) and a.dtype == dtype \
+            and a.flags.writeable and a.flags.c_contiguous:
         return a
     return np.array(a, dtype=dtype)
