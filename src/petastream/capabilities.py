@@ -14,7 +14,9 @@ capability        what it means                                       who has it
 ``Fingerprinted`` a content identity, the same on every machine       MDSDataset, ParquetSource,
                   that opens the same data                            MixtureSource
 ``StringReads``   str/bytes columns readable as ``Ragged`` bytes      MDSDataset, ParquetSource,
-                  (process workers hand them over packed)             MixtureSource
+                  (process workers hand them over packed; loaders     MixtureSource
+                  asked for ``strings="jagged"`` read through a
+                  ``with_strings`` view)
 ``Pinned``        reads one snapshot of a changing table, and         DeltaSource
                   reopens at another (a resumed ``state_dict``'s)
 ``Composite``     made of other sources (a mixture's streams)         MixtureSource
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from petastream.source import Source
 
 __all__ = ["CachePeers", "Composite", "Fingerprinted", "Peers", "Pinned", "StringReads",
-           "fingerprint_of"]
+           "fingerprint_of", "reading_strings"]
 
 
 class Peers(Protocol):
@@ -73,9 +75,15 @@ class Fingerprinted(Protocol):
 class StringReads(Protocol):
     """str/bytes columns can be read as ``"objects"`` (one Python object a value, the default)
     or ``"ragged"`` (a :class:`~petastream.columns.ragged.Ragged` of their bytes): process workers
-    set ``"ragged"`` for a pass that hands strings over in shared memory, uncut."""
+    set ``"ragged"`` for a pass that hands strings over in shared memory, uncut. ``with_strings``
+    reads another way without changing the source (loaders asked for jagged strings read through
+    it while others may read the same source as objects)."""
 
     strings: str
+
+    def with_strings(self, mode: str) -> Source:
+        """A shallow copy reading str/bytes columns as ``mode``, sharing shards and caches."""
+        ...
 
 
 @runtime_checkable
@@ -108,3 +116,12 @@ def fingerprint_of(source: Any) -> str:
     """``source``'s fingerprint (:class:`Fingerprinted`), or its URL where it has none."""
     found = source.fingerprint if isinstance(source, Fingerprinted) else ""
     return found or str(source.url)
+
+
+def reading_strings(source: Source, mode: str) -> Source:
+    """``source`` reading str/bytes columns as ``mode`` (``"objects"``/``"ragged"``), without
+    changing ``source`` itself (others may read through it): a copy where it is
+    :class:`StringReads` and reads otherwise, else ``source`` (which then reads objects)."""
+    if not isinstance(source, StringReads) or source.strings == mode:
+        return source
+    return source.with_strings(mode)

@@ -85,6 +85,10 @@ def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndar
     out: dict[str, Any] = {}
     for name, first in parts[0].items():
         if any(isinstance(p[name], Ragged) for p in parts):
+            same = _scatter_same_length([p[name] for p in parts], positions, n)
+            if same is not None:
+                out[name] = same
+                continue
             merged = _concat([p[name] for p in parts])
             inverse = np.empty(n, dtype=np.int64)
             inverse[np.concatenate(positions)] = np.arange(n)
@@ -100,6 +104,33 @@ def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndar
                 col[pos] = src
         out[name] = col
     return out
+
+
+def _scatter_same_length(cols: Sequence[Any], positions: Sequence[np.ndarray], n: int) -> Ragged | None:
+    """Ragged parts whose rows all have one length (fixed-size blobs, hashes): written into
+    place as whole rows, one copy (concatenating, then taking, copies every byte twice); None
+    where the parts are not all such ``Ragged`` of one dtype and length."""
+    if not all(isinstance(c, Ragged) for c in cols) or len({c.values.dtype for c in cols}) != 1:
+        return None
+    length = None
+    for c in cols:
+        lengths = c.lengths()
+        if len(lengths):
+            if length is None:
+                length = int(lengths[0])
+            if length == 0 or (lengths != length).any():
+                return None
+    if length is None:
+        return None
+    dtype = cols[0].values.dtype
+    item = np.dtype((np.void, length * dtype.itemsize))
+    values = np.empty(n * length, dtype=dtype)
+    rows = values.view(item)
+    for c, pos in zip(cols, positions):
+        if len(c):
+            part = np.ascontiguousarray(c.values[int(c.offsets[0]):int(c.offsets[-1])])
+            rows[pos] = part.view(item)
+    return Ragged(values, np.arange(n + 1, dtype=np.int64) * length)
 
 
 def split_rows(rows: np.ndarray, dtype: np.dtype, wanted: Sequence[str]) -> dict[str, np.ndarray]:

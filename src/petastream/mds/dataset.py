@@ -274,6 +274,14 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
     def for_epoch(self, seed: int, epoch: int) -> MDSDataset:
         return self  # an epoch reads the same samples (the Source protocol)
 
+    def with_strings(self, mode: str) -> MDSDataset:
+        """This dataset reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
+        sharing shards, store and cache; ``self`` reads as before."""
+        view = object.__new__(type(self))  # (not copy.copy: it would go through __reduce__, which reopens)
+        view.__dict__.update(self.__dict__)
+        view.strings = mode
+        return view
+
     def close(self) -> None:
         """Unmap the shards this dataset keeps open and drop its queued read-ahead, releasing
         their file descriptors (loaders call it when an iteration ends). Reading again reopens

@@ -169,6 +169,14 @@ class MixtureSource(Composite, Fingerprinted, StringReads):
             if isinstance(s, StringReads):
                 s.strings = value
 
+    def with_strings(self, mode: str) -> MixtureSource:
+        """This mixture with every stream reading str/bytes columns as ``mode`` (``StringReads``);
+        ``self`` and its streams read as before."""
+        view = object.__new__(MixtureSource)
+        view.__dict__.update(self.__dict__)
+        view.sources = [s.with_strings(mode) if isinstance(s, StringReads) else s for s in self.sources]
+        return view
+
     # -- epochs ----------------------------------------------------------------------------------
     def for_epoch(self, seed: int, epoch: int) -> MixtureSource:
         """This mixture reading epoch ``epoch`` of a loader seeded ``seed`` (shares the sources

@@ -132,6 +132,9 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     files unchanged (no footer read, no filter applied again).
     """
 
+    #: Set on a :meth:`with_strings` copy: how it reads str/bytes columns, whatever row_groups says.
+    _read_strings: str | None = None
+
     def __init__(
         self,
         url_or_urls: str | os.PathLike | Sequence[str | os.PathLike],
@@ -213,11 +216,27 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
     def strings(self) -> str:
         """How reads return ``str``/``bytes`` columns: ``"objects"`` (object arrays) or
         ``"ragged"`` (their bytes as ``Ragged`` uint8), as ``MDSDataset.strings``."""
-        return self.row_groups.strings
+        return self._read_strings or self.row_groups.strings
 
     @strings.setter
     def strings(self, value: str) -> None:
         self.row_groups.strings = value
+        if self._read_strings is not None:
+            self._read_strings = value
+
+    def with_strings(self, mode: str) -> ParquetSource:
+        """This source reading str/bytes columns as ``mode`` (``StringReads``): a shallow copy
+        sharing row groups, store and cache; ``self`` reads as before. The shared row groups
+        stop making their objects when loaded (``self`` then makes them at its first read of a
+        row group): objects made for nothing cost a jagged epoch a third of its time."""
+        if self._read_strings is None:
+            self._read_strings = self.row_groups.strings  # (self keeps its mode)
+        view = object.__new__(type(self))  # (not copy.copy: it would go through __reduce__, which reopens)
+        view.__dict__.update(self.__dict__)
+        view._read_strings = mode
+        if mode != "objects":
+            self.row_groups.strings = mode
+        return view
 
     # -- pickling ----------------------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from petastream.columns.ragged import Ragged
+from petastream.columns.strings import as_ragged_bytes
 from petastream.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -107,6 +108,11 @@ class ColumnParts:
             values, splits = col.values, col.offsets.astype(np.int64, copy=False)
             if len(splits) and splits[0] != 0:
                 values, splits = values[splits[0]:splits[-1]], splits - splits[0]
+        elif self.dtype == np.uint8 and _holds_text(col):  # str/bytes as their bytes (strings="jagged")
+            kind = "str" if (col.dtype.kind == "U" if isinstance(col, np.ndarray) and col.dtype.kind in "US"
+                             else isinstance(col[0], str)) else "bytes"
+            r = as_ragged_bytes(self.name, col, kind)
+            values, splits = r.values, r.offsets
         elif isinstance(col, np.ndarray) and col.dtype != object and col.ndim == 2:
             n, length = col.shape  # a dense column of one length is ragged too
             values, splits = col.reshape(-1), np.arange(n + 1, dtype=np.int64) * length
@@ -140,6 +146,13 @@ class ColumnParts:
         if self.kind == RAGGED:
             return f"ragged {self.dtype} arrays"
         return f"{self.dtype} values of shape {self.shape}"
+
+
+def _holds_text(col: Any) -> bool:
+    """Whether a column of a uint8 ragged plan holds str/bytes values (to cut into bytes)."""
+    if isinstance(col, np.ndarray):
+        return col.dtype.kind in "US" or (col.dtype == object and len(col) > 0 and isinstance(col[0], (str, bytes)))
+    return len(col) > 0 and isinstance(col[0], (str, bytes))
 
 
 def _shape_fits(actual: tuple[int, ...], declared: tuple[int | None, ...]) -> bool:

@@ -13,7 +13,9 @@ encoding                                  TensorFlow value (batch dimension firs
 ``ndarray:<dtype>``, ``ndarray``          ``RaggedTensor`` ``(batch, None)`` (1-D arrays of any
                                           length), or dense ``(batch, None)`` with
                                           ``ragged="uniform"``
-``str`` / ``bytes`` / ``str_decimal``     ``tf.string`` (str as UTF-8, decimals as their text)
+``str`` / ``bytes`` / ``str_decimal``     ``tf.string`` (str as UTF-8, decimals as their text);
+                                          ``str``/``bytes`` with ``strings="jagged"``:
+                                          ``RaggedTensor`` uint8 ``(batch, None)`` of their bytes
 ``json``, ``pkl``, images                 none: drop the column or convert it in ``transform``
 ========================================  ===================================================
 
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from petastream.capabilities import reading_strings
 from petastream.columns.ops import widen_unsigned
 from petastream.columns.ragged import Ragged
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -46,8 +49,8 @@ from petastream.pipeline.parts import (
     NonUniformArrayError,
 )
 
-__all__ = ["ColumnPlan", "NonUniformArrayError", "plan_columns", "plan_from_encoding", "plan_from_values",
-           "plan_from_spec"]
+__all__ = ["ColumnPlan", "NonUniformArrayError", "jagged_read", "plan_columns", "plan_from_encoding",
+           "plan_from_values", "plan_from_spec"]
 
 _NUMERIC_KINDS = "biuf"
 _PARSED = {"str_int": np.dtype("int64"), "str_float": np.dtype("float64")}
@@ -162,12 +165,31 @@ def plan_from_spec(name: str, spec: Any) -> ColumnPlan:
 
 def plan_columns(source: Any, names: Sequence[str], *, ragged: str, logical_types: bool, probe_rows: int,
                  transform: Callable[[dict[str, Any]], Any] | None = None,
-                 output_signature: Mapping[str, Any] | None = None) -> list[ColumnPlan]:
+                 output_signature: Mapping[str, Any] | None = None,
+                 jagged: Mapping[str, str] | None = None) -> list[ColumnPlan]:
     """The plans of a loader's columns ``names`` of ``source`` (a :class:`petastream.source.Source`):
     from ``output_signature`` where given; else, with a ``transform``, from its output on the
     first ``probe_rows`` rows (its output types are only known from its output); else from the
     column encodings and logical dtypes, probing the rows of the columns whose encoding does not
-    say (``ndarray`` without a dtype)."""
+    say (``ndarray`` without a dtype). ``jagged``: the str/bytes columns (of ``names``, or of
+    the transform's output) that come as uint8 ``RaggedTensor`` s of their bytes."""
+    plans = _plans(source, names, ragged=ragged, logical_types=logical_types, probe_rows=probe_rows,
+                   transform=transform, output_signature=output_signature)
+    if not jagged or output_signature is not None:  # (a signature declares its own types)
+        return plans
+    return [ColumnPlan(p.name, RAGGED, np.dtype(np.uint8)) if p.name in jagged else p for p in plans]
+
+
+def jagged_read(work: Any) -> Any:
+    """A work stage (``PassWork -> PassWork``): the pass reads str/bytes columns as their bytes
+    and offsets, through a copy of the source (for a loader whose str/bytes columns are all
+    jagged; others may read the source itself as objects)."""
+    return dataclasses.replace(work, dataset=reading_strings(work.dataset, "ragged"))
+
+
+def _plans(source: Any, names: Sequence[str], *, ragged: str, logical_types: bool, probe_rows: int,
+           transform: Callable[[dict[str, Any]], Any] | None,
+           output_signature: Mapping[str, Any] | None) -> list[ColumnPlan]:
     if output_signature is not None:
         if not isinstance(output_signature, Mapping) or not output_signature:
             raise InvalidArgumentTypeError(

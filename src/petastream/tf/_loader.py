@@ -11,6 +11,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from petastream.capabilities import reading_strings
+from petastream.columns.strings import jagged_columns
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
 from petastream.mix.source import open_source
 from petastream.pipeline import BatchLoader, PassWork
@@ -21,7 +23,7 @@ from petastream.pipeline.parts import RAGGED, STRING, ColumnParts, FlatParts
 from petastream.pipeline.procpool import AutoExecutor, ProcessExecutor, processes_fit
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
-from petastream.tf._columns import ColumnPlan, plan_columns
+from petastream.tf._columns import ColumnPlan, jagged_read, plan_columns
 from petastream.tf._source import groupable, groups_supported
 
 __all__ = ["TFLoader", "dataset"]
@@ -54,6 +56,9 @@ class TFLoader(BatchLoader):
       ``batch_size`` rows; it must return the same columns and types for every batch.
     * ``ragged``: ``"ragged"`` (variable-length arrays as ``tf.RaggedTensor``) or ``"uniform"``
       (dense ``(batch, length)``; a batch with unequal lengths raises, as Petastorm does).
+    * ``strings``: ``"objects"`` (default: ``str``/``bytes`` columns as ``tf.string``) or
+      ``"jagged"`` (a uint8 ``tf.RaggedTensor`` of their bytes, built from row splits, no
+      Python object per value); or ``{column: form}``. See docs/native-api.md.
     * ``batches_per_call``: up to this many consecutive batches (default 16, and at most about
       64 MB of stored rows) are decoded, converted and handed to TensorFlow at once, and cut
       apart inside the graph (1.7x the rows/s of one batch per call on 'tabular' rows). An
@@ -100,7 +105,8 @@ class TFLoader(BatchLoader):
                  output_signature: Mapping[str, Any] | None = None, ragged: str = "ragged",
                  batches_per_call: int = 16, worker_type: str = "auto",
                  element: Callable[..., Any] | None = None, on_error: OnError = "raise",
-                 log_every: float | None = None, log_summary: bool = False):
+                 log_every: float | None = None, log_summary: bool = False,
+                 strings: str | Mapping[str, str] = "objects"):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be one of {_WORKER_TYPES}, got {worker_type!r}")
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
@@ -114,9 +120,11 @@ class TFLoader(BatchLoader):
         rank, world_size = _rank_world(input_context, rank, world_size)
         checked_workers(num_workers, prefetch, readahead)
         source = open_source(dataset, dataset_options)
-        plans = plan_columns(source, checked_columns(source, columns, transform), ragged=ragged,
-                             logical_types=logical_types, probe_rows=_batch_size(batch_size),
-                             transform=transform, output_signature=output_signature)
+        names = checked_columns(source, columns, transform)
+        jagged = jagged_columns(strings, source.columns, names, getattr(source, "null_policy", None))
+        plans = plan_columns(source, names, ragged=ragged, logical_types=logical_types,
+                             probe_rows=_batch_size(batch_size), transform=transform,
+                             output_signature=output_signature, jagged=jagged)
         processes = worker_type == "process" or (worker_type == "auto" and processes_fit(transform, num_workers)
                                                  and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
@@ -137,11 +145,14 @@ class TFLoader(BatchLoader):
             # TensorFlow-free, so that worker processes convert without importing TensorFlow
             convert=FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in plans)),
             executor=_executor(worker_type, processes, num_workers, prefetch, packed),
-            work_stages=[functools.partial(_grouped, group)] if group > 1 else [],
+            work_stages=([functools.partial(_grouped, group)] if group > 1 else [])
+            + ([jagged_read] if jagged and transform is None and not any(p.kind == STRING for p in plans) else []),
             superseded="stop", on_error=on_error, log_every=log_every, log_summary=log_summary)  # tf.data may open the next epoch's iterator before closing the last
         self.batches_per_call, self.group = batches_per_call, group
         self.device = _check_device(device)
         self.ragged, self.element, self.plans, self.packed = ragged, element, plans, packed
+        if jagged_read in self.work_stages:
+            reading_strings(source, "ragged")  # now: the source's read-ahead may load before a pass starts
 
     @property
     def worker_type(self) -> str:

@@ -6,7 +6,8 @@ dataset (ours or Mosaic-written) as ``dict[str, Tensor]``:
 * numeric columns become tensors sharing the decoded numpy memory (``torch.from_numpy``);
   ``uint16``/``uint32`` widen to ``int32``/``int64`` (as Petastorm; torch lacks most ops on them);
 * ``str``/``bytes``/decimal columns come back as Python lists, variable-length arrays as lists
-  of tensors (Petastorm raises ``TypeError`` on both);
+  of tensors (Petastorm raises ``TypeError`` on both); with ``strings="jagged"``, ``str``/``bytes``
+  columns as :class:`JaggedBytes` (``values`` + ``offsets`` tensors, no object per value);
 * with a CUDA ``device`` the workers pack each batch's tensors into one pinned block and the
   loader copies batch ``t+1`` on a side stream while batch ``t`` is in use
   (:mod:`petastream.torch._staging`).
@@ -30,7 +31,8 @@ from __future__ import annotations
 
 from petastream.torch._convert import to_torch
 from petastream.torch._iterable import MDSIterableDataset
+from petastream.torch._jagged import JaggedBytes
 from petastream.torch._loader import TorchLoader, loader, resolve_rank_world
 from petastream.torch._processes import DataLoaderExecutor
 
-__all__ = ["DataLoaderExecutor", "MDSIterableDataset", "TorchLoader", "loader", "resolve_rank_world", "to_torch"]
+__all__ = ["DataLoaderExecutor", "JaggedBytes", "MDSIterableDataset", "TorchLoader", "loader", "resolve_rank_world", "to_torch"]

@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch.utils.data
@@ -95,7 +95,9 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
     change it. The arguments are :class:`TorchLoader`'s ordering and selection ones (the
     ``DataLoader`` takes care of workers, prefetch, pinning and epochs). For ``state_dict`` checkpoints and device copies handled for you, use
     ``TorchLoader(worker_type="process")``. ``on_error`` as :class:`TorchLoader`'s: skipped
-    samples are counted and logged in the worker that met them.
+    samples are counted and logged in the worker that met them. ``strings`` as
+    :class:`TorchLoader`'s (``"jagged"``: str/bytes columns as ``JaggedBytes``, which the
+    ``DataLoader``'s ``pin_memory`` pins through its method).
     """
 
     def __init__(self, dataset: Source | str, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0,
@@ -103,7 +105,8 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                  world_size: int | None = None, block_size: int | None = None, window: int | None = None,
                  transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
                  dataset_options: dict[str, Any] | None = None, logical_types: bool = True,
-                 readahead: int = 2, on_error: OnError = "raise", **not_here: Any):
+                 readahead: int = 2, on_error: OnError = "raise", strings: str | Mapping[str, str] = "objects",
+                 **not_here: Any):
         for name in not_here:  # the loader's arguments that belong to the user's DataLoader
             if name in _DATALOADERS:
                 raise InvalidArgumentError(
@@ -115,7 +118,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                                    columns=columns, num_workers=1, rank=rank, world_size=world_size,
                                    block_size=block_size, window=window, transform=transform,
                                    dataset_options=dataset_options, logical_types=logical_types,
-                                   readahead=readahead, on_error=on_error)
+                                   readahead=readahead, on_error=on_error, strings=strings)
         # What rebuilds the loader where this dataset is unpickled (DataLoader workers started
         # with spawn or forkserver): the opened source (it pickles by reopening) and the rest.
         ld = self._loader
@@ -123,7 +126,7 @@ class MDSIterableDataset(torch.utils.data.IterableDataset):
                           drop_last=drop_last, columns=columns, num_workers=1, rank=ld.planner.rank,
                           world_size=ld.planner.world_size, block_size=block_size, window=window,
                           transform=transform, logical_types=logical_types, readahead=readahead,
-                          on_error=on_error)
+                          on_error=on_error, strings=strings)
         self._ledger = _IterationLedger()
 
     def __getstate__(self) -> dict[str, Any]:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
+from petastream.capabilities import reading_strings
+from petastream.columns.strings import jagged_columns
 from petastream.errors import InvalidArgumentError
 from petastream.pipeline import BatchLoader, PassRun, PassWork
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.onerror import OnError
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
-from petastream.torch._convert import pinning_for, to_tensors
+from petastream.torch._convert import pinning_for, to_pinned_tensors, to_tensors
 from petastream.torch._packing import PIN_MIN_BYTES, pack_from
 from petastream.torch._processes import DataLoaderExecutor
 from petastream.torch._staging import DeviceRun
@@ -62,7 +65,8 @@ def _check_device(device: Any) -> torch.device | None:
     return dev
 
 
-def _pin_per_pass(device: torch.device | None, min_bytes: int) -> Callable[[PassWork], PassWork]:
+def _pin_per_pass(device: torch.device | None, min_bytes: int,
+                  jagged: Mapping[str, str]) -> Callable[[PassWork], PassWork]:
     """A work stage: the pass's decode threads pin for the CUDA device of the pass, resolved in
     the iterating thread when the pass starts (``device="cuda"`` or ``pin_memory`` without a
     device mean the device current there, as after ``torch.cuda.set_device(local_rank)``).
@@ -76,9 +80,17 @@ def _pin_per_pass(device: torch.device | None, min_bytes: int) -> Callable[[Pass
     def stage(work: PassWork) -> PassWork:
         index = device.index if cuda and device is not None and device.index is not None \
             else torch.cuda.current_device()
-        pin = pinning_for(index, pack_from(min_bytes)) if cuda else pinning_for(index)
+        pin = pinning_for(index, pack_from(min_bytes, jagged=jagged)) if cuda else \
+            pinning_for(index, functools.partial(to_pinned_tensors, jagged=jagged))
         return dataclasses.replace(work, convert=pin)
     return stage
+
+
+def _read_ragged(work: PassWork) -> PassWork:
+    """A work stage: the pass reads str/bytes columns as their bytes and offsets (for the
+    jagged form), through a copy of the source (others may read the source itself as objects).
+    Worker processes reopen the source and read objects; the conversion takes either."""
+    return dataclasses.replace(work, dataset=reading_strings(work.dataset, "ragged"))
 
 
 def _to_device(device: torch.device) -> Callable[[PassRun], PassRun]:
@@ -112,6 +124,11 @@ class TorchLoader(BatchLoader):
       pinned copies pay (smaller ones copy from pageable memory); True always, False never.
     * ``convert(batch)``: numpy columns to what is handed out, in the workers (default:
       tensors, lists where a tensor cannot hold a column; None: numpy columns).
+    * ``strings``: how ``str``/``bytes`` columns are handed out: ``"objects"`` (default: a list
+      of ``str``/``bytes`` per batch) or ``"jagged"`` (a :class:`~petastream.torch.JaggedBytes`:
+      ``values`` uint8 + ``offsets`` int64 tensors, no Python object per value; pinned, packed
+      and copied to ``device`` with the numeric columns); or ``{column: form}`` (columns not
+      named: objects). With the default ``convert`` only; see docs/native-api.md.
 
     Bad samples and figures (as :class:`~petastream.pipeline.BatchLoader`): ``on_error``
     (``"raise"``, ``"skip"``, ``"warn"`` or ``fn(BadSample) -> bool``), ``loader.stats()``,
@@ -128,7 +145,8 @@ class TorchLoader(BatchLoader):
                  pin_memory: bool | None = None, worker_type: str = "thread",
                  multiprocessing_context: Any = None,
                  convert: Callable[[dict[str, Any]], Any] | None = to_tensors, on_error: OnError = "raise",
-                 log_every: float | None = None, log_summary: bool = False):
+                 log_every: float | None = None, log_summary: bool = False,
+                 strings: str | Mapping[str, str] = "objects"):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be 'thread' or 'process', got {worker_type!r}")
         self.device = _check_device(device)  # before any work: a bad device fails here, clearly
@@ -137,13 +155,13 @@ class TorchLoader(BatchLoader):
         self.pin_memory = cuda if pin_memory is None else bool(pin_memory) and torch.cuda.is_available()
         self.worker_type = worker_type
         self.multiprocessing_context = multiprocessing_context
+        if strings != "objects" and convert is not to_tensors:
+            raise InvalidArgumentError(
+                f"strings={strings!r} shapes what the default convert hands out; a convert of your "
+                "own gets the numpy columns (str/bytes as objects): drop strings= or convert=")
         executor: Executor
-        work_stages = []
         if worker_type == "thread":
             executor = ThreadExecutor(num_workers, prefetch)
-            if self.pin_memory and convert is to_tensors:  # threads pin as they convert
-                min_bytes = PIN_MIN_BYTES if pin_memory is None else 0
-                work_stages.append(_pin_per_pass(self.device, min_bytes))
         else:  # worker processes hand tensors over in shared memory; the DataLoader pins here
             executor = DataLoaderExecutor(num_workers, prefetch, pin_memory=self.pin_memory,
                                           multiprocessing_context=multiprocessing_context)
@@ -153,9 +171,20 @@ class TorchLoader(BatchLoader):
                          prefetch=prefetch, rank=rank, world_size=world_size, block_size=block_size,
                          window=window, transform=transform, dataset_options=dataset_options,
                          logical_types=logical_types, readahead=readahead, convert=convert,
-                         executor=executor, work_stages=work_stages, on_error=on_error,
+                         executor=executor, on_error=on_error,
                          log_every=log_every, log_summary=log_summary,
                          stages=[_to_device(self.device)] if staged and self.device is not None else [])
+        #: ``{column: "str" | "bytes"}``: the columns handed out as JaggedBytes (``strings``).
+        self.jagged = jagged_columns(strings, self.dataset.columns, self.columns or list(self.dataset.columns),
+                                     getattr(self.dataset, "null_policy", None))
+        if self.jagged:
+            self.convert = functools.partial(to_tensors, jagged=self.jagged)
+            if transform is None:  # (a transform is given the str/bytes objects, as ever)
+                self.work_stages.append(_read_ragged)
+                reading_strings(self.dataset, "ragged")  # now: read-ahead may load before a pass starts
+        if worker_type == "thread" and self.pin_memory and convert is to_tensors:  # threads pin as they convert
+            min_bytes = PIN_MIN_BYTES if pin_memory is None else 0
+            self.work_stages.append(_pin_per_pass(self.device, min_bytes, self.jagged))
 
 
 #: ``petastream.torch.loader(url, batch_size, ...)``: the :class:`TorchLoader` itself, so that
