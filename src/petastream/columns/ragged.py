@@ -34,8 +34,16 @@ class Ragged:
 
     def take(self, ids: np.ndarray) -> Ragged:
         ids = np.asarray(ids, dtype=np.int64)
-        lengths = self.lengths()[ids]
+        n = len(ids)
+        if n and ids[0] >= 0 and ids[-1] - ids[0] == n - 1 and (n == 1 or bool((np.diff(ids) == 1).all())):
+            # A run of consecutive rows (whole row groups in stored order, compat's default):
+            # one copy of the values instead of a range per row.
+            part = self.slice(int(ids[0]), int(ids[-1]) + 1)
+            return Ragged(part.values.copy(), part.offsets.astype(np.int64, copy=True))
         starts = self.offsets[ids]
+        # The ids' own lengths, not the whole column's: a batch of 1024 from a row group of
+        # 65k rows would otherwise diff 65k offsets per take.
+        lengths = self.offsets[ids + 1] - starts
         values = gather_ranges(self.values.view(np.uint8), starts * self.values.itemsize,
                          lengths * self.values.itemsize).view(self.values.dtype)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
