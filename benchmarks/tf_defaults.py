@@ -10,7 +10,9 @@ compat ``converter.make_tf_dataset(batch_size=1024, num_epochs=1)`` with a conte
 warm-up epoch of every row, ``--rounds`` rounds; each row reports the median of its rounds'
 ratios to the same round's floor, with their min-max, so that a slow stretch of the machine
 weighs on the floor and the rows alike. Wall and CPU seconds per million rows beside it (CPU:
-this process plus its live worker processes, from /proc; rough where a worker exits mid-epoch).
+this process plus its live worker processes, from /proc, rough where a worker exits mid-epoch;
+and this process's alone: on a loaded machine, where wall times mostly measure the neighbours,
+the consumer's CPU is the critical path that worker processes leave it).
 
 Run from the repository root: ``python -m benchmarks.tf_defaults --rows 1000000``; before/after a
 change, ``PYTHONPATH=<other checkout>/src`` points it at another petastream.
@@ -112,13 +114,14 @@ def rows_of(url: str, rows: int, data: dict[str, Any], which: list[str]) -> dict
     return {k: v for k, v in variants.items() if k == "floor" or not which or any(w in k for w in which)}
 
 
-def timed(epoch: Epoch, rows: int, label: str) -> tuple[float, float]:
-    c, t = cpu_seconds(), time.perf_counter()
+def timed(epoch: Epoch, rows: int, label: str) -> tuple[float, float, float]:
+    """Wall, CPU (with workers) and this process's CPU seconds of one epoch."""
+    c, m, t = cpu_seconds(), time.process_time(), time.perf_counter()
     got = epoch()
-    wall, cpu = time.perf_counter() - t, cpu_seconds() - c
+    wall, cpu, main = time.perf_counter() - t, cpu_seconds() - c, time.process_time() - m
     if got != rows:
         raise RuntimeError(f"{label}: an epoch of {got} rows, expected {rows}")
-    return wall, cpu
+    return wall, cpu, main
 
 
 def run_workload(workload: str, rows: int, rounds: int, which: list[str]) -> dict[str, Any]:
@@ -129,18 +132,21 @@ def run_workload(workload: str, rows: int, rounds: int, which: list[str]) -> dic
         timed(epoch, rows, label)
     walls: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
+    mains: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(rounds):
         for label, epoch in variants.items():
-            wall, cpu = timed(epoch, rows, label)
+            wall, cpu, main = timed(epoch, rows, label)
             walls[label].append(wall)
             cpus[label].append(cpu)
+            mains[label].append(main)
     out = {}
     for label in variants:
         ratios = [f / w for f, w in zip(walls["floor"], walls[label])]
         out[label] = {"ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
                       "ratio_max": max(ratios),
                       "wall_s_per_M": statistics.median(walls[label]) * 1e6 / rows,
-                      "cpu_s_per_M": statistics.median(cpus[label]) * 1e6 / rows}
+                      "cpu_s_per_M": statistics.median(cpus[label]) * 1e6 / rows,
+                      "main_cpu_s_per_M": statistics.median(mains[label]) * 1e6 / rows}
     return out
 
 
@@ -162,10 +168,10 @@ def main() -> None:
     results = {}
     for workload in args.workloads:
         results[workload] = res = run_workload(workload, args.rows, args.rounds, args.only)
-        print(f"\n{workload}: x floor, median [min-max] | wall s/M rows | CPU s/M rows")
+        print(f"\n{workload}: x floor, median [min-max] | wall s/M rows | CPU s/M rows (all | this process)")
         for label, r in res.items():
             print(f"  {label:<46} {r['ratio_median']:.2f} [{r['ratio_min']:.2f}-{r['ratio_max']:.2f}]"
-                  f" | {r['wall_s_per_M']:.2f} | {r['cpu_s_per_M']:.2f}", flush=True)
+                  f" | {r['wall_s_per_M']:.2f} | {r['cpu_s_per_M']:.2f} | {r['main_cpu_s_per_M']:.2f}", flush=True)
     print(f"load average after {os.getloadavg()[0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
