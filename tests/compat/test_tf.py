@@ -178,6 +178,11 @@ def test_process_reader_pool_decodes_in_worker_processes(spark, converter_env):
         assert sorted(i for ids, _ in streams[pool] for i in ids) == sorted(list(range(500)) * 2)
     assert streams["process"] == streams["dummy"] == streams["thread"]
     assert len(pools) == 2 and pools[0] is pools[1]  # the second context took the first one's workers
+    # one worker decodes in a process too, as petastream.tf.dataset's default for one worker
+    one = conv.make_tf_dataset(batch_size=64, num_epochs=1, seed=7, workers_count=1)
+    with one as dataset:
+        assert [loader.worker_type for loader in one.reader.worker_loaders] == ["process"]
+        assert [b.id.numpy().tolist() for b in dataset] == [ids for ids, _ in streams["dummy"][:8]]
     spec = TransformSpec(_double_x)
     context = conv.make_tf_dataset(batch_size=64, num_epochs=1, seed=7, workers_count=2, transform_spec=spec)
     with context as dataset:

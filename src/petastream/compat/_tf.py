@@ -22,10 +22,12 @@ _graphs: Any = None  # the GraphCache, made with the first dataset (it imports T
 
 def _worker_type(reader: Any) -> str:
     """Worker processes for ``"process"``, and for ``"thread"`` (Petastorm's default) where that
-    changes nothing a script can see (:func:`processes_fit`: no ``TransformSpec``, two workers
-    or more, POSIX): the same batches, faster beside TensorFlow's per-element Python
-    (docs/benchmarks.md). ``"dummy"`` is one thread."""
-    fits = reader.pool_type == "thread" and processes_fit(reader.transform_spec, reader.workers)
+    changes nothing a script can see (:func:`processes_fit`: no ``TransformSpec``, POSIX): the
+    same batches, faster beside TensorFlow's per-element Python (docs/benchmarks.md). With
+    ``workers_count=1`` too, as ``petastream.tf.dataset``'s default for one worker: one decode
+    thread serializes with TensorFlow's iterator on the interpreter lock. ``"dummy"`` is one
+    thread."""
+    fits = reader.pool_type == "thread" and processes_fit(reader.transform_spec, max(reader.workers, 2))
     return "process" if reader.pool_type == "process" or fits else "thread"
 
 

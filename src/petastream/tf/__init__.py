@@ -24,8 +24,8 @@ order and resumable state as :mod:`petastream.torch` (:class:`~petastream.pipeli
   tf.data parallelizes, as in ``model.fit(ds.map(...))``) hold batches your loop has not seen,
   and those count too: there, checkpoint with ``loader.state_dict(steps=k)``, the position
   after the first ``k`` batches of the current iteration, exact whatever was read ahead;
-* **workers**: with 2 or more workers and no ``transform`` (``worker_type="auto"``, the
-  default; POSIX), the decode runs in worker processes that hand batches over in shared
+* **workers**: without a ``transform`` (``worker_type="auto"``, the default; POSIX), the
+  decode runs in ``num_workers`` worker processes, one included, that hand batches over in shared
   memory (str/bytes as bytes and offsets, cut apart in the graph), out of the way of
   TensorFlow's Python per element: 1.2-2x the rows/s of threads on numeric rows in this
   project's benchmarks, about level with strings (docs/benchmarks.md). Otherwise, or with

@@ -72,7 +72,7 @@ class TFLoader(BatchLoader):
       every epoch and, after :meth:`close`, wait a minute for the next loader. A ``transform``
       must then be importable (module level, not ``__main__``). POSIX only. ``"thread"``:
       decode threads. ``"auto"`` (default): processes where that changes nothing you can see
-      (no ``transform``, ``num_workers >= 2``, POSIX), once they are ready: a pass that would
+      (no ``transform``, POSIX; one worker too, see :func:`_processes_fit`), once they are ready: a pass that would
       wait for them to start runs in threads while they start
       (:class:`~petastream.pipeline.procpool.AutoExecutor`); should they not start, threads.
     * ``element``: the structure of each element around its columns: None, the dict; or a
@@ -125,7 +125,7 @@ class TFLoader(BatchLoader):
         plans = plan_columns(source, names, ragged=ragged, logical_types=logical_types,
                              probe_rows=_batch_size(batch_size), transform=transform,
                              output_signature=output_signature, jagged=jagged)
-        processes = worker_type == "process" or (worker_type == "auto" and processes_fit(transform, num_workers)
+        processes = worker_type == "process" or (worker_type == "auto" and _processes_fit(transform, num_workers)
                                                  and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
         # memory as bytes and offsets, and TensorFlow cuts them apart, instead of being pickled
@@ -192,6 +192,16 @@ class TFLoader(BatchLoader):
     def __iter__(self) -> Iterator[Any]:
         """Eager iteration over :meth:`as_dataset` (tensors, not numpy)."""
         return iter(self.as_dataset())
+
+
+def _processes_fit(transform: Any, num_workers: int) -> bool:
+    """Whether ``worker_type="auto"`` decodes in processes: where :func:`processes_fit` says so,
+    and with one worker too. Beside TensorFlow's eager iterator (Python per element, holding the
+    GIL) one decode thread serializes with it: on 1M 'tabular' rows the thread's consumer spent
+    0.50 CPU-s where one worker process left it 0.22 (the worker's own 0.20 on the other core),
+    and the thread's decode alone costs 0.19 in the same process; so one process, not one thread,
+    where a torch loader (no Python per batch in between) keeps its thread."""
+    return processes_fit(transform, max(num_workers, 2))
 
 
 def _batch_size(batch_size: int) -> int:
