@@ -49,6 +49,17 @@ def test_list_lengths_of_slices_and_null_rows(large):
     assert arrow_numpy.list_lengths(arr.slice(5, 0)).tolist() == []
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_list_values_equal_flatten(large):
+    t = pa.large_list(pa.int32()) if large else pa.list_(pa.int32())
+    arr = pa.array([[1, 2], [3], [], [4, 5, 6], [7]], t)
+    for start, length in [(0, 5), (1, 3), (3, 2), (2, 1), (5, 0)]:
+        part = arr.slice(start, length)
+        assert arrow_numpy.list_values(part).equals(part.flatten())
+    with_nulls = pa.array([[1], None, [2, 3]], t)
+    assert arrow_numpy.list_values(with_nulls).to_pylist() == [1, 2, 3]
+
+
 def test_empty_arrays():
     assert arrow_numpy.values(pa.array([], pa.float32())).tolist() == []
     assert arrow_numpy.values(pa.array([], pa.bool_())).tolist() == []
@@ -77,8 +88,20 @@ def test_none_of_them_imports_pandas():
         "f = pa.Array.from_buffers(pa.float32(), 4, [None, pa.py_buffer(np.ones(4, np.float32))])\n"
         "o = pa.Array.from_buffers(pa.int32(), 3, [None, pa.py_buffer(np.array([0, 1, 4], np.int32))])\n"
         "lst = pa.ListArray.from_arrays(o, f)\n"
-        "a.values(f); a.list_lengths(lst); a.validity(lst); a.empty_large_binary()\n"
+        "a.values(f); a.list_lengths(lst); a.validity(lst); a.list_values(lst); a.empty_large_binary()\n"
         "a.record_batch({'x': (pa.int64(), [1]), 's': (pa.string(), ['y'])})\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_list_values_of_fixed_size_lists():
+    arr = pa.array([[1, 2], [3, 4], [5, 6]], pa.list_(pa.int64(), 2)).slice(1, 2)
+    assert arrow_numpy.list_values(arr).to_pylist() == [3, 4, 5, 6]
+
+
+def test_record_batch_names_the_type_it_cannot_make():
+    from petastream.errors import InvalidArgumentTypeError
+
+    with pytest.raises(InvalidArgumentTypeError, match="column type bool is not supported; use int32"):
+        arrow_numpy.record_batch({"b": (pa.bool_(), [True])})

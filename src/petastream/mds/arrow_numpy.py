@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["values", "list_lengths", "validity", "empty_large_binary", "record_batch"]
+from petastream.errors import InvalidArgumentTypeError
+
+__all__ = ["values", "list_lengths", "list_values", "validity", "empty_large_binary", "record_batch"]
 
 
 def _fixed_dtype(t: Any) -> np.dtype | None:
@@ -68,6 +70,23 @@ def list_lengths(arr: Any) -> np.ndarray:
     return np.diff(offsets).astype(np.int64, copy=False)
 
 
+def list_values(arr: Any) -> Any:
+    """``arr.flatten()`` of a list array (any kind): the values of its rows, in order. Without
+    nulls, a zero-copy slice of the child array (``flatten`` imports ``pyarrow.compute``, 0.1 s
+    of a fresh worker's CPU); with nulls, ``flatten`` (which skips what null rows cover)."""
+    import pyarrow as pa
+
+    if arr.null_count or not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+        return arr.flatten()  # fixed-size lists: their child has no offsets buffer
+    width = 8 if pa.types.is_large_list(arr.type) else 4
+    n = len(arr)
+    child = arr.values
+    if n == 0:
+        return child.slice(0, 0)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=f"<i{width}", count=n + 1, offset=arr.offset * width)
+    return child.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+
+
 def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
     """``n`` bits of an Arrow bitmap (LSB first) from bit ``offset`` as uint8 0/1."""
     first, skip = divmod(offset, 8)
@@ -100,5 +119,6 @@ def record_batch(columns: dict[str, tuple[Any, list[Any]]]) -> Any:
             arrays.append(pa.Array.from_buffers(t, len(vals), [None, pa.py_buffer(offsets),
                                                                pa.py_buffer(b"".join(data))]))
         else:
-            raise TypeError(f"record_batch: unsupported type {t}")
+            raise InvalidArgumentTypeError(
+                f"record_batch: column type {t} is not supported; use int32, int64, float64 or string")
     return pa.RecordBatch.from_arrays(arrays, names=list(columns))

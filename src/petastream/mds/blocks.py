@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from petastream.errors import EncodingError
-from petastream.mds.arrow_numpy import empty_large_binary, list_lengths, values
+from petastream.mds.arrow_numpy import empty_large_binary, list_lengths, list_values, values
 from petastream.mds.layout import ColumnLayout
 
 __all__ = ["encode_block", "in_column"]
@@ -36,7 +36,7 @@ def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
                     f"column {name!r}: row {bad} has {int(lengths[bad])} values; {enc.name} "
                     f"needs exactly {width} per row (use ndarray:{enc.dtype.base.name} for variable lengths)"
                 )
-            arr = values(col.flatten()).reshape((n, *enc.dtype.shape))
+            arr = values(list_values(col)).reshape((n, *enc.dtype.shape))
         else:
             arr = values(col)
     else:

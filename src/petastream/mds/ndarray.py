@@ -208,7 +208,7 @@ def _list_array_parts(values: Any, dtype: np.dtype | None) -> tuple[np.ndarray, 
         return None
     if arr.null_count:
         raise EncodingError(f"column has {arr.null_count} null array(s); the ndarray encoding cannot store nulls")
-    flat = arr.flatten()
+    flat = arrow_numpy.list_values(arr)
     if flat.null_count:
         raise EncodingError(f"arrays hold {flat.null_count} null element(s); the ndarray encoding cannot store nulls")
     np_flat = arrow_numpy.values(flat)  # not to_numpy: that imports pandas (see arrow_numpy)

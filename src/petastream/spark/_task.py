@@ -234,9 +234,11 @@ def _resolve_auto(plans: list[Any], batch: Any, fill: bool) -> list[Any]:
 
 
 def _check_nulls(plan: Any, arr: Any) -> None:
+    from petastream.mds.arrow_numpy import list_values
+
     n = arr.null_count
     if not n and plan.kind in ("list", "list_fixed"):
-        n = arr.flatten().null_count
+        n = list_values(arr).null_count
     if n:
         raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
 
@@ -256,11 +258,13 @@ def _valid_lengths(plan: Any, arr: Any) -> np.ndarray:
 
 def _filled_values(plan: Any, arr: Any, fill: bool) -> Any:
     """The values of the non-null arrays, nulls among them filled (NaN, 0, False)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from petastream.mds.arrow_numpy import list_values
 
-    values = arr.flatten()
+    values = list_values(arr)
     if values.null_count:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if not fill:
             raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
         t = values.type
@@ -318,8 +322,10 @@ def _list(plan: Any, arr: Any, fill: bool) -> Any:
 
     if arr.null_count:  # no length to fill a null array to
         raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null arrays")
+    from petastream.mds.arrow_numpy import list_values
+
     _valid_lengths(plan, arr)
-    if arr.flatten().null_count:
+    if list_values(arr).null_count:
         values = _filled_values(plan, arr, fill)
         offsets = arr.offsets
         arr = type(arr).from_arrays(pc.subtract(offsets, offsets[0]), values)
