@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from petastream.errors import EncodingError
+from petastream.mds.arrow_numpy import empty_large_binary, list_lengths, list_values, values
 from petastream.mds.layout import ColumnLayout
 
 __all__ = ["encode_block", "in_column"]
@@ -28,16 +29,16 @@ def _fixed_column(name: str, enc: Any, col: Any, n: int) -> np.ndarray:
         if pa.types.is_fixed_size_list(col.type) or pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
             width = int(np.prod(enc.dtype.shape)) if enc.dtype.shape else 1
             lengths = (np.full(n, col.type.list_size) if pa.types.is_fixed_size_list(col.type)
-                       else np.diff(col.offsets.to_numpy()))
+                       else list_lengths(col))
             if (lengths != width).any():
                 bad = int(np.argmax(lengths != width))
                 raise EncodingError(
                     f"column {name!r}: row {bad} has {int(lengths[bad])} values; {enc.name} "
                     f"needs exactly {width} per row (use ndarray:{enc.dtype.base.name} for variable lengths)"
                 )
-            arr = col.flatten().to_numpy(zero_copy_only=False).reshape((n, *enc.dtype.shape))
+            arr = values(list_values(col)).reshape((n, *enc.dtype.shape))
         else:
-            arr = col.to_numpy(zero_copy_only=False)
+            arr = values(col)
     else:
         arr = np.asarray(col)
     base = enc.dtype.base
@@ -94,8 +95,7 @@ def encode_block(layout: ColumnLayout, cols: Mapping[str, Any], n: int) -> tuple
                 [None, pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
                  pa.py_buffer(data.reshape(-1))]))
     header = np.stack(var_lengths, axis=1).astype("<u4").view(np.uint8)  # (n, 4 * nvar)
-    joined = pc.binary_join_element_wise(_rows_as_binary(header), *parts,
-                                         pa.scalar(b"", pa.large_binary()))
+    joined = pc.binary_join_element_wise(_rows_as_binary(header), *parts, empty_large_binary())
     _, off_buf, data_buf = joined.buffers()
     offsets = np.frombuffer(off_buf, dtype=np.int64)[joined.offset : joined.offset + n + 1]
     out = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]

@@ -22,6 +22,7 @@ import numpy as np
 from petastream.columns.gather import gather_ranges
 from petastream.columns.ragged import Ragged
 from petastream.errors import EncodingError, UnknownEncodingError
+from petastream.mds import arrow_numpy
 from petastream.mds.encodings import Encoding, wrong_type
 from petastream.mds.segments import copy_segments
 
@@ -207,18 +208,17 @@ def _list_array_parts(values: Any, dtype: np.dtype | None) -> tuple[np.ndarray, 
         return None
     if arr.null_count:
         raise EncodingError(f"column has {arr.null_count} null array(s); the ndarray encoding cannot store nulls")
-    flat = arr.flatten()
+    flat = arrow_numpy.list_values(arr)
     if flat.null_count:
         raise EncodingError(f"arrays hold {flat.null_count} null element(s); the ndarray encoding cannot store nulls")
-    np_flat = flat.to_numpy(zero_copy_only=False)
+    np_flat = arrow_numpy.values(flat)  # not to_numpy: that imports pandas (see arrow_numpy)
     if dtype is not None:
         if np_flat.dtype.newbyteorder("<") != dtype and np_flat.dtype != dtype:
             raise EncodingError(f"Wrong dtype: expected {dtype.name}, got {np_flat.dtype.name}. Cast the "
                                 "Arrow column or declare it 'ndarray'")
     elif np_flat.dtype.name not in DTYPE_CODES:
         return None
-    offs = arr.offsets.to_numpy().astype(np.int64)
-    return np.diff(offs), np.ascontiguousarray(np_flat, dtype=np_flat.dtype.newbyteorder("<"))
+    return arrow_numpy.list_lengths(arr), np.ascontiguousarray(np_flat, dtype=np_flat.dtype.newbyteorder("<"))
 
 
 def _encode_1d(lengths: np.ndarray, flat: np.ndarray, with_dtype: bool) -> tuple[np.ndarray, np.ndarray]:

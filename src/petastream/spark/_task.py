@@ -88,6 +88,7 @@ class TaskWriter:
         import pyarrow as pa
         from pyspark import TaskContext
 
+        from petastream.mds.arrow_numpy import record_batch
         from petastream.mds.index import dump_index
         from petastream.mds.writer import MDSWriter
         from petastream.spark._python_worker import lighten_worker
@@ -139,17 +140,14 @@ class TaskWriter:
                 writer.abort()
             samples, shards = 0, []
         nbytes = sum((s["zip_data"] or s["raw_data"])["bytes"] for s in shards)
-        yield pa.RecordBatch.from_pydict(
-            {"partition": [partition], "sub": [sub if shards else ""], "samples": [samples],
-             "shards": [len(shards)], "bytes": [nbytes],
-             "seconds": [time.perf_counter() - start],
-             "encodings": [json.dumps({p.name: p.encoding for p in plans})],
-             "failure": [failure]},
-            schema=pa.schema([("partition", pa.int32()), ("sub", pa.string()),
-                              ("samples", pa.int64()), ("shards", pa.int32()),
-                              ("bytes", pa.int64()), ("seconds", pa.float64()),
-                              ("encodings", pa.string()), ("failure", pa.string())]),
-        )
+        # from buffers: pa.array / from_pydict would import pandas into the worker (arrow_numpy)
+        yield record_batch({
+            "partition": (pa.int32(), [partition]), "sub": (pa.string(), [sub if shards else ""]),
+            "samples": (pa.int64(), [samples]), "shards": (pa.int32(), [len(shards)]),
+            "bytes": (pa.int64(), [nbytes]),
+            "seconds": (pa.float64(), [time.perf_counter() - start]),
+            "encodings": (pa.string(), [json.dumps({p.name: p.encoding for p in plans})]),
+            "failure": (pa.string(), [failure])})
 
     def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
         """Arrow columns -> what each column's encoding takes (no per-row Python work). Under
@@ -215,8 +213,7 @@ def find_marked(marker: str, text: str) -> str | None:
 def _resolve_auto(plans: list[Any], batch: Any, fill: bool) -> list[Any]:
     """Decide the ``list_auto`` columns on the task's first batch: one length n over its
     non-null arrays -> fixed-size n, several -> variable-length."""
-    import pyarrow.compute as pc
-
+    from petastream.mds.arrow_numpy import list_lengths, validity
     from petastream.spark.schema import with_length
 
     out = []
@@ -224,7 +221,11 @@ def _resolve_auto(plans: list[Any], batch: Any, fill: bool) -> list[Any]:
         if p.kind != "list_auto":
             out.append(p)
             continue
-        lo, hi = (pc.min_max(pc.list_value_length(batch.column(i))).as_py()[k] for k in ("min", "max"))
+        col = batch.column(i)
+        lengths, valid = list_lengths(col), validity(col)
+        if valid is not None:
+            lengths = lengths[valid]
+        lo, hi = (int(lengths.min()), int(lengths.max())) if len(lengths) else (None, None)
         if lo is None and fill:
             raise EncodingError(f"{marked(UNKNOWN_MARKER, p.name)}: column {p.name!r}: the first "
                                 "batch holds null arrays only")
@@ -233,21 +234,23 @@ def _resolve_auto(plans: list[Any], batch: Any, fill: bool) -> list[Any]:
 
 
 def _check_nulls(plan: Any, arr: Any) -> None:
+    from petastream.mds.arrow_numpy import list_values
+
     n = arr.null_count
     if not n and plan.kind in ("list", "list_fixed"):
-        n = arr.flatten().null_count
+        n = list_values(arr).null_count
     if n:
         raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
 
 
 def _valid_lengths(plan: Any, arr: Any) -> np.ndarray:
     """Array lengths, -1 for a null array; an empty array fails the task."""
-    import pyarrow.compute as pc
+    from petastream.mds.arrow_numpy import list_lengths, validity
 
-    lengths = pc.list_value_length(arr)
-    if arr.null_count:
-        lengths = pc.fill_null(lengths, -1)
-    lengths = lengths.to_numpy(zero_copy_only=False)
+    lengths = list_lengths(arr)
+    valid = validity(arr)
+    if valid is not None:
+        lengths[~valid] = -1
     if (lengths == 0).any():
         raise EncodingError(f"{marked(EMPTY_MARKER, plan.name)}: column {plan.name!r} holds empty arrays")
     return lengths
@@ -255,11 +258,13 @@ def _valid_lengths(plan: Any, arr: Any) -> np.ndarray:
 
 def _filled_values(plan: Any, arr: Any, fill: bool) -> Any:
     """The values of the non-null arrays, nulls among them filled (NaN, 0, False)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from petastream.mds.arrow_numpy import list_values
 
-    values = arr.flatten()
+    values = list_values(arr)
     if values.null_count:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if not fill:
             raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null values")
         t = values.type
@@ -291,7 +296,9 @@ def _temporal(plan: Any, arr: Any, fill: bool) -> np.ndarray:
             f"{plan.spark_type} value out of range for int64 nanoseconds since the epoch "
             "(1677-09-21 .. 2262-04-11)"
         ) from e
-    return ns.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    from petastream.mds.arrow_numpy import values
+
+    return values(ns).astype(np.int64, copy=False)
 
 
 def _decimal(plan: Any, arr: Any, fill: bool) -> Any:
@@ -315,8 +322,10 @@ def _list(plan: Any, arr: Any, fill: bool) -> Any:
 
     if arr.null_count:  # no length to fill a null array to
         raise EncodingError(f"{NULL_MARKER}: column {plan.name!r} holds null arrays")
+    from petastream.mds.arrow_numpy import list_values
+
     _valid_lengths(plan, arr)
-    if arr.flatten().null_count:
+    if list_values(arr).null_count:
         values = _filled_values(plan, arr, fill)
         offsets = arr.offsets
         arr = type(arr).from_arrays(pc.subtract(offsets, offsets[0]), values)
@@ -333,8 +342,10 @@ def _list_fixed(plan: Any, arr: Any, fill: bool) -> np.ndarray:
         raise EncodingError(f"{marked(LENGTH_MARKER, plan.name)}: expected arrays of length {n} (ndarray:{plan.elem_dtype}:{n}), "
                             f"found one of length {int(lengths[bad][0])}; the data changed since the "
                             "lengths were inferred, or pass array_lengths={column: None}")
+    from petastream.mds.arrow_numpy import values
+
     dtype = np.dtype(plan.elem_dtype)
-    flat = _filled_values(plan, arr, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    flat = values(_filled_values(plan, arr, fill)).astype(dtype, copy=False)
     if not arr.null_count:
         return flat.reshape(len(arr), n)
     out = np.full((len(arr), n), np.nan if dtype.kind == "f" else 0, dtype=dtype)
