@@ -46,9 +46,18 @@ ENV_VAR = "PETASTREAM_BUFFER_POOL"
 DEFAULT_MAX_BYTES = 256 << 20
 MIN_BYTES = 1 << 16  # smaller arrays come from malloc's own free lists: nothing to gain
 _ALIGN = 64  # TensorFlow aliases numpy memory without a copy only at 64-byte alignment
-# The references a free buffer has: its slot in the pool's list, the loop variable, and
-# sys.getrefcount's own argument.
-_FREE_REFS = 3
+
+
+def _refcounts(bufs: list[np.ndarray]) -> list[int]:
+    """Each buffer's reference count, as this one line of code sees it: the pool's list slot
+    plus whatever the interpreter's loop and call add (3.11 counts the loop variable and the
+    argument; an interpreter that borrows them counts less), plus every outside reference."""
+    return [sys.getrefcount(raw) for raw in bufs]
+
+
+# What _refcounts says of a buffer nothing but the pool's list holds, measured here rather than
+# assumed, so that a buffer with even one outside reference never reads as free.
+_FREE_REFS = _refcounts([np.empty(1, np.uint8)])[0]
 
 
 @dataclass(frozen=True)
@@ -109,13 +118,18 @@ class BufferPool:
             else:
                 self._reused += 1
             # The view is made under the lock: once out, its reference keeps the buffer busy.
-            start = -raw.ctypes.data % _ALIGN
+            start = -raw.ctypes.data % _ALIGN  # (a larger class's buffer has room for it too)
             return raw[start:start + nbytes].view(dt).reshape(shp)
 
     def _free(self, cls: int) -> np.ndarray | None:
-        for raw in self._bufs.get(cls, ()):  # no enumerate: its tuple would add a reference
-            if sys.getrefcount(raw) == _FREE_REFS:
-                return raw
+        """A free buffer of class ``cls``, else of the smallest larger class up to twice its
+        size: chunks vary in size (the ramp, each worker's last one), and a buffer a little
+        larger beats a new one (that then pushes others out at the bound)."""
+        for c in sorted(k for k in self._bufs if cls <= k <= 2 * cls):
+            bufs = self._bufs[c]
+            for i, refs in enumerate(_refcounts(bufs)):
+                if refs == _FREE_REFS:
+                    return bufs[i]
         return None
 
     def _new(self, cls: int) -> np.ndarray | None:
@@ -136,17 +150,12 @@ class BufferPool:
         """Let go of free buffers (largest classes first) until ``need`` bytes are released."""
         for cls in sorted(self._bufs, reverse=True):
             bufs = self._bufs[cls]
-            kept = []
-            while bufs:
-                raw = bufs.pop()
-                if need > 0 and sys.getrefcount(raw) == _FREE_REFS - 1:  # no loop variable here
-                    need -= raw.nbytes
-                    self._held -= raw.nbytes
+            for i, refs in reversed(list(enumerate(_refcounts(bufs)))):
+                if need > 0 and refs == _FREE_REFS:
+                    need -= bufs[i].nbytes
+                    self._held -= bufs[i].nbytes
                     self._dropped += 1
-                else:
-                    kept.append(raw)
-                del raw
-            bufs.extend(reversed(kept))
+                    del bufs[i]
             if not bufs:
                 del self._bufs[cls]
             if need <= 0:
