@@ -131,3 +131,26 @@ def test_pooled_and_plain_reads_agree(url, fresh_pool):
     assert np.array_equal(got["id"], picks)
     plain = ds.read_shard(1, in_shard["id"] - ds.shard_offsets[1])
     assert all(np.array_equal(in_shard[k], v) for k, v in plain.items())
+
+
+@pytest.fixture(scope="module")
+def mixed_url(tmp_path_factory):
+    """A layout with a variable-size column: its fixed columns come from the header gather."""
+    path = str(tmp_path_factory.mktemp("pooled-mixed") / "ds")
+    ids = np.arange(N, dtype=np.int64)
+    write_mds({"id": ids, "x": (ids[:, None] * 4 + np.arange(4)).astype(np.float32),
+               "s": np.array([b"v%d" % i for i in range(N)], dtype=object),
+               "y": (ids % 7).astype(np.int32)}, path, compression=None, size_limit=200_000)
+    return path
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kept_batches_of_a_mixed_layout_survive_later_epochs(mixed_url, fresh_pool, workers):
+    ld = loader(mixed_url, 512, shuffle=True, seed=11, num_workers=workers)
+    kept = []
+    for _ in range(3):
+        kept += _keep_some(ld)
+    _check(kept)
+    full = [b for b, _ in kept if "s" in b]
+    assert full and all(b["s"] == [b"v%d" % i for i in b["id"].tolist()] for b in full)
+    assert fresh_pool.stats().reused > 0

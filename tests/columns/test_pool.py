@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -90,6 +91,20 @@ def test_pooled_take_checks_the_range_and_keeps_negative_ids():
     assert pooled_take(a, np.array([3, -1, 0])).tolist() == [3, 49_999, 0]
     with pytest.raises(OutOfRangeError, match=r"row ids 0\.\.50000 out of range for 50000 rows"):
         pooled_take(a, np.array([0, 50_000]))
+
+
+def test_pooled_take_never_copies_a_strided_source_whole():
+    # An overlapping window (one 4 KiB item at every byte of 1 MiB): np.take would first make
+    # it contiguous, 4 GiB. The take falls back to fancy indexing, which copies the rows only.
+    data = np.arange(1 << 20, dtype=np.uint32).view(np.uint8)
+    items = np.ndarray((len(data) - 4096 + 1,), dtype=np.dtype((np.void, 4096)), buffer=data, strides=(1,))
+    tracemalloc.start()
+    try:
+        got = pooled_take(items, np.array([0, 4, 400_000]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 and got.view(np.uint8).reshape(3, -1)[2, :4].tolist() == [160, 134, 1, 0]
 
 
 def test_configuration_and_its_errors(monkeypatch):

@@ -95,6 +95,7 @@ class BufferPool:
         self.max_bytes, self.min_bytes = max_bytes, min_bytes
         self._lock = threading.Lock()
         self._bufs: dict[int, list[np.ndarray]] = {}  # size class -> raw uint8 buffers (owners)
+        self._start: dict[int, int] = {}  # id(buffer) -> where its 64-byte aligned part starts
         self._held = 0
         self._reused = self._allocated = self._unpooled = self._dropped = 0
 
@@ -118,7 +119,7 @@ class BufferPool:
             else:
                 self._reused += 1
             # The view is made under the lock: once out, its reference keeps the buffer busy.
-            start = -raw.ctypes.data % _ALIGN  # (a larger class's buffer has room for it too)
+            start = self._start[id(raw)]  # (a larger class's buffer has room for it too)
             return raw[start:start + nbytes].view(dt).reshape(shp)
 
     def _free(self, cls: int) -> np.ndarray | None:
@@ -141,6 +142,7 @@ class BufferPool:
             if self._held + size > self.max_bytes:
                 return None
         raw = np.empty(size, np.uint8)
+        self._start[id(raw)] = -raw.ctypes.data % _ALIGN  # (ctypes is slow: once per buffer)
         self._bufs.setdefault(cls, []).append(raw)
         self._held += size
         self._allocated += 1
@@ -155,7 +157,7 @@ class BufferPool:
                     need -= bufs[i].nbytes
                     self._held -= bufs[i].nbytes
                     self._dropped += 1
-                    del bufs[i]
+                    del self._start[id(bufs[i])], bufs[i]
             if not bufs:
                 del self._bufs[cls]
             if need <= 0:
@@ -170,6 +172,7 @@ class BufferPool:
         """Forget every buffer (ones still lent out stay valid: their arrays keep them)."""
         with self._lock:
             self._bufs.clear()
+            self._start.clear()
             self._held = 0
 
 
@@ -230,11 +233,20 @@ def pooled_empty(shape: Sequence[int] | int, dtype: Any) -> np.ndarray:
     return buffer_pool().empty(shape, dtype)
 
 
-def pooled_take(a: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """``a[ids]`` (items of a 1-D array) into a pooled array. The range is checked here and the
-    take runs with ``mode="clip"``: in its default ``"raise"`` numpy writes through a fresh
-    temporary ``out`` (what the pool is here to avoid)."""
+def pooled_take(a: np.ndarray, ids: np.ndarray, checked: bool = False) -> np.ndarray:
+    """``a[ids]`` (items of a 1-D array) into a pooled array. The range is checked here (unless
+    the caller has: ``checked``, ids in ``0..len(a)-1``) and the take runs with ``mode="clip"``:
+    in its default ``"raise"`` numpy writes through a fresh temporary ``out`` (what the pool is
+    here to avoid)."""
     ids = np.asarray(ids)
+    if not a.flags.c_contiguous:
+        # np.take first copies a non-contiguous source whole (an overlapping window of items,
+        # as gather_rows's, would be its size times the item's): plain fancy indexing does not.
+        return a[ids]
+    if checked:
+        out = buffer_pool().empty((len(ids),), a.dtype)
+        np.take(a, ids, out=out, mode="clip")
+        return out
     if len(ids) and (int(ids.min()) < -len(a) or int(ids.max()) >= len(a)):
         raise OutOfRangeError(f"row ids {int(ids.min())}..{int(ids.max())} out of range for {len(a)} rows")
     if len(ids) and int(ids.min()) < 0:

@@ -29,7 +29,7 @@ import numpy as np
 
 from petastream.columns.gather import gather_rows
 from petastream.columns.ops import split_rows
-from petastream.columns.pool import pooled_take
+from petastream.columns.pool import pooled_empty, pooled_take
 from petastream.columns.text import ranges_as_ragged
 from petastream.errors import CorruptShardError, EncodingError, OutOfRangeError, UnknownColumnError
 from petastream.mds.layout import ColumnLayout
@@ -219,7 +219,8 @@ class ShardData:
                 size, dtype = enc.size, enc.dtype
                 assert size is not None and dtype is not None  # a fixed-size column
                 if offset is not None:  # in the prefix: a copy of its bytes out of the gather
-                    raw = np.ascontiguousarray(head[:, offset:offset + size])
+                    raw = pooled_empty((n, size), np.uint8)
+                    raw[...] = head[:, offset:offset + size]
                 else:
                     raw = gather_rows(self.u8, at, size)
                 out[name] = raw.view(dtype.base).reshape((n, *dtype.shape))
