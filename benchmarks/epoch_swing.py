@@ -12,14 +12,16 @@ faulting it in again (glibc's dynamic mmap/trim thresholds), which the fixed set
 Allocator settings (glibc's environment tunables; each fixes what glibc otherwise adapts):
 
 * ``default``: glibc's dynamic mmap threshold (starts at 128 KiB, rises as large blocks are
-  freed) and trim threshold;
+  freed) and trim threshold, the library's buffer pool on (its default:
+  :mod:`petastream.columns.pool` reuses the loader's chunk buffers);
+* ``no-pool``: ``default`` with the pool off (``PETASTREAM_BUFFER_POOL=0``): the allocator alone;
 * ``fixed``: ``MALLOC_MMAP_THRESHOLD_=64 MiB`` and ``MALLOC_TRIM_THRESHOLD_=256 MiB`` (batch
   buffers come from the heap and stay mapped between epochs);
 * ``arenas2``: ``MALLOC_ARENA_MAX=2`` (one arena per thread otherwise);
 * ``mmap-only`` / ``trim-only``: one of ``fixed``'s two settings alone (setting either also
-  turns glibc's adaptation of the other off);
-* ``pooled``: glibc's defaults, the loader's chunk buffers reused from a pool instead
-  (:mod:`benchmarks.alloc_stable`, a prototype patched into this process only).
+  turns glibc's adaptation of the other off).
+
+The settings other than ``default`` leave the pool off, so that they measure the allocator.
 
 ``python -m benchmarks.epoch_swing [--workload tabular] [--rows 1000000] [--epochs 12]``
 """
@@ -35,13 +37,14 @@ import subprocess
 import sys
 import time
 
+_OFF = {"PETASTREAM_BUFFER_POOL": "0"}
 SETTINGS = {
     "default": {},
-    "fixed": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)},
-    "arenas2": {"MALLOC_ARENA_MAX": "2"},
-    "mmap-only": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20)},
-    "trim-only": {"MALLOC_TRIM_THRESHOLD_": str(256 << 20)},
-    "pooled": {"PETASTREAM_BENCH_POOL": "1"},  # benchmarks.alloc_stable, in the child
+    "no-pool": _OFF,
+    "fixed": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20), **_OFF},
+    "arenas2": {"MALLOC_ARENA_MAX": "2", **_OFF},
+    "mmap-only": {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), **_OFF},
+    "trim-only": {"MALLOC_TRIM_THRESHOLD_": str(256 << 20), **_OFF},
 }
 
 
@@ -56,12 +59,8 @@ def _measured(fn):  # noqa: ANN001, ANN202 - a tiny local helper
 def child(url: str, epochs: int, workers: int) -> None:
     """Runs in the subprocess: prints one JSON line of per-epoch measurements."""
     from petastream.bench import read_floor_data, torch_floor
+    from petastream.columns.pool import buffer_pool
     from petastream.torch import loader
-
-    if os.environ.get("PETASTREAM_BENCH_POOL"):
-        from benchmarks.alloc_stable import install
-
-        install()
 
     data = read_floor_data(url)
     ld = loader(url, 1024, shuffle=True, seed=1, num_workers=workers, rank=0, world_size=1)
@@ -69,7 +68,7 @@ def child(url: str, epochs: int, workers: int) -> None:
     for e in range(epochs):
         out["floor"].append(_measured(lambda e=e: torch_floor(data, 1024, seed=e)[0]))
         out["loader"].append(_measured(lambda: sum(len(b["id"]) for b in ld)))
-    print(json.dumps(out), flush=True)
+    print(json.dumps({**out, "pool": vars(buffer_pool().stats())}), flush=True)
 
 
 def _spread(xs: list[float], fmt: str = "{:.3f}") -> str:
@@ -108,6 +107,11 @@ def main() -> None:
               f"{_spread([x['minflt'] for x in ld], '{:.0f}'):>24}")
         print("          per epoch, loader wall: " + " ".join(f"{x['wall']:.3f}" for x in ld))
         print("          per epoch, floor wall:  " + " ".join(f"{x['wall']:.3f}" for x in fl))
+        pool = got["pool"]
+        if pool["max_bytes"]:
+            print(f"          buffer pool: {pool['held_bytes'] / 2**20:.0f} MiB in {pool['buffers']} buffers, "
+                  f"{pool['reused']} reused, {pool['allocated']} allocated, {pool['dropped']} dropped, "
+                  f"{pool['unpooled']} unpooled")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from petastream.columns.pool import pooled_empty
 from petastream.columns.ragged import Ragged
 
 __all__ = ["concat_columns", "take_columns", "scatter_columns", "split_rows", "num_rows", "WIDEN_UNSIGNED",
@@ -94,7 +95,7 @@ def scatter_columns(parts: Sequence[dict[str, Any]], positions: Sequence[np.ndar
             inverse[np.concatenate(positions)] = np.arange(n)
             out[name] = merged.take(inverse) if isinstance(merged, Ragged) else merged[inverse]
             continue
-        col = np.empty((n, *first.shape[1:]), dtype=first.dtype)
+        col = pooled_empty((n, *first.shape[1:]), first.dtype)
         rows = _as_items(col)
         for part, pos in zip(parts, positions):
             src = part[name]
@@ -147,9 +148,12 @@ def split_rows(rows: np.ndarray, dtype: np.dtype, wanted: Sequence[str]) -> dict
             out[name] = np.empty((0, *fields[name][0].shape), fields[name][0].base)
             continue
         field, offset = fields[name][:2]
-        items = np.ndarray((n,), dtype=np.dtype((np.void, field.itemsize)), buffer=rows,
-                           offset=offset, strides=(dtype.itemsize,))
-        out[name] = items.copy().view(field.base).reshape(n, *field.shape)
+        item = np.dtype((np.void, field.itemsize))
+        items = np.ndarray((n,), dtype=item, buffer=rows, offset=offset, strides=(dtype.itemsize,))
+        col = pooled_empty((n, *field.shape), field.base)  # reused chunk to chunk (see .pool)
+        if field.itemsize:
+            col.reshape(n, -1).view(item).reshape(n)[...] = items
+        out[name] = col
     return out
 
 

@@ -234,6 +234,7 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
         shard's columns and scatter them.
         """
         from petastream.columns.ops import scatter_columns, split_rows
+        from petastream.columns.pool import pooled_empty
 
         dtype = self.row_layout()
         if dtype is not None:
@@ -242,7 +243,7 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
             for c in wanted:
                 if c not in self.layout.names:
                     raise UnknownColumnError(f"no column {c!r}; columns are {list(self.layout.names)}")
-            rows = np.empty(n, dtype=np.dtype((np.void, dtype.itemsize)))
+            rows = pooled_empty(n, np.dtype((np.void, dtype.itemsize)))  # a temporary: reused
             self.read_rows_into(groups, rows)
             return split_rows(rows, dtype, wanted)
         parts, positions = [], []
@@ -259,7 +260,9 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
     def read_rows_into(self, groups: Iterable[Any], out: np.ndarray) -> None:
         """Each group's samples as packed rows at ``out[g.positions]`` (see :meth:`row_layout`)."""
         for g in groups:
-            out[g.positions] = self.shard(g.shard).fixed_rows(g.local_ids)
+            got = self.shard(g.shard).fixed_rows(g.local_ids)
+            out[g.positions] = got
+            del got  # back to the pool before the next shard's rows
 
     # -- shard files (the store) --------------------------------------------------------------
     def prefetch(self, shards: Sequence[int]) -> None:
