@@ -116,3 +116,20 @@ def test_batch_reader_elements_are_from_generators(tmp_path):
             assert a.dtype == b.dtype and a.shape == b.shape
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert got[0].name.numpy()[0].decode() == "n0é" and got[0].small.dtype == tf.int16
+
+
+def test_batches_grouped_in_order_and_an_error_after_them():
+    """Runs of batches of one shape, stacked, in order; a batch of another length starts a new
+    run; the reader's error comes after the batches read before it."""
+    from petastream.compat.tf_utils import _groups
+
+    def batches():
+        for rows in (3, 3, 3, 2, 3):
+            yield (np.arange(rows), np.zeros((rows, 2), np.float32))
+        raise RuntimeError("the reader's error")
+
+    groups = _groups(batches(), 2)
+    shapes = [tuple(a.shape for a in next(groups)) for _ in range(4)]
+    assert shapes == [((2, 3), (2, 3, 2)), ((1, 3), (1, 3, 2)), ((1, 2), (1, 2, 2)), ((1, 3), (1, 3, 2))]
+    with pytest.raises(RuntimeError, match="the reader's error"):
+        next(groups)

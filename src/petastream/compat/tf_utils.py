@@ -17,7 +17,11 @@ a predicate).
 ``make_petastorm_dataset(reader)`` is a ``tf.compat.v1`` dataset, as Petastorm's: graph code
 calls ``dataset.make_one_shot_iterator()`` and reads ``output_shapes``; eager code iterates it.
 A second pass over it (``repeat()``, or iterating again) warns as Petastorm does and resets the
-reader (``num_epochs``, or ``cache()`` before ``repeat()``, avoid the re-read).
+reader (``num_epochs``, or ``cache()`` before ``repeat()``, avoid the re-read). A batch reader's
+batches reach TensorFlow through :func:`petastream.tf.batch_source`, up to :data:`GROUP`
+consecutive batches of one shape per Python call (so the dataset reads up to that many batches
+ahead of its consumer), cut apart by ``unbatch``: still one element per batch, in order, without
+``from_generator``'s per-element Python (0.6-0.7x its CPU per row in this process, measured).
 
 ``tf_tensors(reader)`` is Petastorm's queue-era bridge: each evaluation of its tensors
 (``sess.run``) takes the reader's next element; an exhausted reader is
@@ -236,6 +240,35 @@ def _checked_passes(reader: Any, layout: _Layout, specs: tuple[Any, ...]) -> Ite
         yield tuple(out)
 
 
+#: Consecutive batches of one shape handed to TensorFlow per Python call (``unbatch`` cuts them apart).
+GROUP = 8
+
+
+def _groups(batches: Iterator[tuple[np.ndarray, ...]], size: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Runs of up to ``size`` consecutive batches whose columns have the same shapes, each column
+    stacked ``[batches, rows, ...]``. Each batch stays one element, in order; a batch of another
+    length starts a new run. An error from the reader comes after the batches read before it."""
+    run: list[tuple[np.ndarray, ...]] = []
+
+    def stacked() -> tuple[np.ndarray, ...]:
+        out = tuple(np.stack(columns) for columns in zip(*run))
+        run.clear()
+        return out
+    try:
+        for batch in batches:
+            if run and [a.shape for a in batch] != [a.shape for a in run[0]]:
+                yield stacked()
+            run.append(batch)
+            if len(run) == size:
+                yield stacked()
+    except Exception:
+        if run:
+            yield stacked()
+        raise
+    if run:
+        yield stacked()
+
+
 def _batch_dataset(reader: Any, layout: _Layout) -> Any:
     """A batch reader's dataset through :func:`petastream.tf.batch_source`: one bare
     ``numpy_function`` per batch, without ``from_generator``'s per-element Python (its
@@ -243,12 +276,17 @@ def _batch_dataset(reader: Any, layout: _Layout) -> Any:
     import tensorflow as tf
     from tensorflow.python.data.ops.dataset_ops import DatasetV1Adapter
 
-    from petastream.tf import batch_source
+    from petastream.tf import batch_source, groups_supported
 
     part = layout.parts[None]
     specs = tuple(part.specs)
     assemble = tf.autograph.experimental.do_not_convert(part.make)
-    source = batch_source(lambda: _checked_passes(reader, layout, specs), specs, assemble, part.make(*specs))
+    element = part.make(*specs)
+    if GROUP > 1 and groups_supported():
+        source = batch_source(lambda: _groups(_checked_passes(reader, layout, specs), GROUP), specs, assemble,
+                              element, group=GROUP)
+    else:
+        source = batch_source(lambda: _checked_passes(reader, layout, specs), specs, assemble, element)
     return DatasetV1Adapter(source)  # Petastorm's is a tf.compat.v1 dataset (make_one_shot_iterator)
 
 
