@@ -76,3 +76,60 @@ def test_a_tf1_dataset_as_petastorm_s(tmp_path):
             batch = dataset.make_one_shot_iterator().get_next()
             with tf.compat.v1.Session() as session:
                 assert sorted(session.run(batch).id.tolist()) == list(range(10))
+
+
+def _petastorms_way(reader, element_spec):
+    """The dataset as Petastorm (and this module before batch_source) built it: from_generator
+    over the reader's batches, one element per batch."""
+    def flat():
+        for batch in reader:
+            yield tuple(getattr(batch, k) for k in batch._fields)
+    specs = tuple(element_spec)
+    make = type(element_spec)
+    return tf.compat.v1.data.Dataset.from_generator(flat, output_signature=specs).map(lambda *v: make(*v))
+
+
+def test_batch_reader_elements_are_from_generators(tmp_path):
+    """The batch reader's dataset (one bare numpy_function per batch) yields exactly the elements
+    from_generator did: values, dtypes, shapes, order, batch boundaries."""
+    from petastream.compat.tf_utils import make_petastorm_dataset
+
+    n = 2500
+    ids = np.arange(n)
+    table = pa.table({"id": ids, "x": ids * 0.5, "small": pa.array(ids % 7, pa.int16()),
+                      "vec": pa.array([[float(i), i + 1.0, i + 2.0] for i in ids], pa.list_(pa.float32())),
+                      "name": [f"n{i}é" for i in ids]})
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=900)
+    pq.write_table(table.slice(0, 130), tmp_path / "b.parquet", row_group_size=50)
+    args = dict(num_epochs=2, shuffle_row_groups=False, workers_count=1)
+    with pytest.warns(UnicodeWarning), make_batch_reader(str(tmp_path), **args) as reader:
+        dataset = make_petastorm_dataset(reader)
+        got = list(dataset)
+    with make_batch_reader(str(tmp_path), **args) as reader:
+        want = list(_petastorms_way(reader, dataset.element_spec))
+    assert len(got) == len(want) > 2
+    assert sum(len(b.id) for b in got) == 2 * (n + 130) and len({len(b.id) for b in got}) > 1  # sizes vary
+    assert [s.shape.as_list() for s in dataset.element_spec] == [[None], [None], [None], [None, None], [None]]
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g._fields == ("id", "x", "small", "vec", "name")
+        for a, b in zip(g, w):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got[0].name.numpy()[0].decode() == "n0é" and got[0].small.dtype == tf.int16
+
+
+def test_batches_grouped_in_order_and_an_error_after_them():
+    """Runs of batches of one shape, stacked, in order; a batch of another length starts a new
+    run; the reader's error comes after the batches read before it."""
+    from petastream.compat.tf_utils import _groups
+
+    def batches():
+        for rows in (3, 3, 3, 2, 3):
+            yield (np.arange(rows), np.zeros((rows, 2), np.float32))
+        raise RuntimeError("the reader's error")
+
+    groups = _groups(batches(), 2)
+    shapes = [tuple(a.shape for a in next(groups)) for _ in range(4)]
+    assert shapes == [((2, 3), (2, 3, 2)), ((1, 3), (1, 3, 2)), ((1, 2), (1, 2, 2)), ((1, 3), (1, 3, 2))]
+    with pytest.raises(RuntimeError, match="the reader's error"):
+        next(groups)

@@ -47,5 +47,7 @@ from __future__ import annotations
 from petastream.tf._columns import ColumnPlan, NonUniformArrayError
 from petastream.tf._graph import GraphCache
 from petastream.tf._loader import TFLoader, dataset
+from petastream.tf._source import batch_source, groups_supported
 
-__all__ = ["TFLoader", "dataset", "ColumnPlan", "GraphCache", "NonUniformArrayError"]
+__all__ = ["TFLoader", "dataset", "ColumnPlan", "GraphCache", "NonUniformArrayError", "batch_source",
+           "groups_supported"]
