@@ -166,3 +166,18 @@ def test_local_disk_cache_arguments_that_cannot_be_honoured(plain, tmp_path):
                           cache_row_size_estimate=10)
     with pytest.raises(ValueError, match="Unknown cache_type: memory"):
         make_batch_reader(plain, cache_type="memory")
+
+
+def test_a_plain_path_two_levels_from_the_root():
+    # "/tmp/x": looking for an MDS index.json above the path must stop at "/", not ask for "".
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="petastream-shallow-")
+    try:
+        assert root.count("/") == 2
+        pq.write_table(pa.table({"id": np.arange(10)}), os.path.join(root, "part-0.parquet"))
+        with make_batch_reader(root, num_epochs=1, workers_count=1) as reader:
+            assert sorted(int(i) for b in reader for i in b.id) == list(range(10))
+    finally:
+        shutil.rmtree(root)

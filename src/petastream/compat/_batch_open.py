@@ -34,6 +34,8 @@ def dataset_root(dataset_url_or_urls: Any, storage_options: dict | None = None) 
     candidates = [url]
     for _ in range(2):  # a shard file sits in the dataset dir or one sub-directory below it
         url = url.rsplit("/", 1)[0]
+        if not url or url.endswith(":/"):  # above the filesystem's root ("/tmp/x", "s3://bucket")
+            break
         candidates.append(url)
     # Outermost first: a merged dataset's task sub-directories hold partial index.json files.
     for candidate in reversed(candidates):
