@@ -177,7 +177,7 @@ def default_workers() -> str:
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = (__doc__ or "").split("\n\n")[1].replace("``", "'")
+    p.description = "\n\n".join((__doc__ or "").split("\n\n")[1:3]).replace("``", "'")  # what, and how
     p.add_argument("url", help="MDS dataset: path or fsspec URL (ours or Mosaic-written)")
     p.add_argument("--batch-size", type=_positive, default=1024, help="rows per batch (1024)")
     p.add_argument("--workers", type=_workers, default=default_workers(),
