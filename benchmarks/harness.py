@@ -3,10 +3,11 @@
 Numbers are measured, never asserted: a benchmark prints rows/s side by side with the
 in-memory floor and the peers of the same run, and writes them to bench-results/*.json.
 
-The epoch benchmarks measure in interleaved rounds (:func:`interleaved`): on a shared machine
-whose speed drifts (the in-memory floor itself swings 2x between epochs here, docs/benchmarks.md
-"epoch swing"), a row is compared with the floor of its own round, and reported as the median
-over the rounds with the spread of that ratio. Per-round values go to the JSON.
+The epoch benchmarks measure in interleaved rounds (:func:`interleaved`, the method of
+``petastream bench``, which holds it: :mod:`petastream._rounds`): on a shared machine whose speed
+drifts (the in-memory floor itself swings 2x between epochs here, docs/benchmarks.md "epoch
+swing"), a row is compared with the floor of its own round, and reported as the median over
+the rounds with the spread of that ratio. Per-round values go to the JSON.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from benchmarks.peers._clock import cpu_between, snapshot
-
-EpochFn = Callable[[], tuple[int, float]]  # one epoch: (rows delivered, wall seconds)
+from petastream.bench import EpochFn
+from petastream.bench import interleaved as rounds_interleaved
 
 
 @dataclass
@@ -55,78 +55,28 @@ class Result:
         return statistics.median(self.cpu) / self.rows * 1e9 if self.cpu and self.rows else None
 
 
-@dataclass(frozen=True)
-class Epoch:
-    rows: int
-    wall: float
-    cpu: float
-
-
-def measured(epoch: EpochFn) -> Epoch:
-    """One call of ``epoch``: its rows and wall seconds, and the CPU seconds of this process and
-    every process under it meanwhile (:mod:`benchmarks.peers._clock`; read outside the wall time)."""
-    before = snapshot()
-    rows, wall = epoch()
-    return Epoch(rows, wall, cpu_between(before, snapshot()))
-
-
 def wall_of(epoch: EpochFn) -> Callable[[], float]:
     """``epoch`` as a function of its wall seconds alone (the floor that brackets a peer)."""
     return lambda: epoch()[1]
 
 
-def _failed(bench: str, variant: str, n: int, e: Exception) -> Result:
-    if isinstance(e, ImportError):
-        return Result(bench, variant, n, None, note=f"unavailable: {e}")
-    return Result(bench, variant, n, None, note=f"failed: {type(e).__name__}: {e}"[:300])
-
-
 def interleaved(bench: str, n: int, floor: tuple[str, EpochFn], variants: dict[str, EpochFn],
                 rounds: int = 5) -> list[Result]:
-    """The floor and every variant, one epoch each per round, in turn: one warm-up round, then
-    ``rounds`` timed ones (round r: floor, A, B, ...). Results: the floor's, then each variant's.
-
-    Each ``EpochFn`` keeps its loader between calls (built by the first), so a variant's epochs
-    are those of one loader, as a training loop runs them. A row's ``ratios`` are its rows/s
-    over the floor's in the same round; ``seconds`` is the median epoch. An epoch short of ``n``
-    rows is reported, never timed; a variant that raises is reported and left out of later rounds.
+    """:func:`petastream.bench.interleaved` (one warm-up round, then ``rounds`` of the floor and
+    every variant in turn; ratios to the floor of the same round), as this harness's rows: the
+    floor's, then each variant's. An epoch short of ``n`` rows is reported, never timed; a
+    variant that raises is reported ('unavailable: ...' / 'failed: ...') and left out of later rounds.
     """
-    floor_name, floor_fn = floor
-    live = dict(variants)
-    out = {name: Result(bench, name, n, None) for name in (floor_name, *variants)}
-    short: dict[str, list[int]] = {name: [] for name in out}
-    for r in range(rounds + 1):  # round 0: the warm-up (builds loaders, fills the page cache)
-        base = measured(floor_fn)
-        if r:
-            out[floor_name].times.append(base.wall)
-            out[floor_name].cpu.append(base.cpu)
-            out[floor_name].ratios.append(1.0)
-        for name, fn in list(live.items()):
-            try:
-                got = measured(fn)
-            except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
-                out[name] = _failed(bench, name, n, e)
-                del live[name]
-                continue
-            if not r:
-                continue
-            if got.rows != n:
-                short[name].append(got.rows)
-                continue
-            res = out[name]
-            res.times.append(got.wall)
-            res.cpu.append(got.cpu)
-            res.ratios.append(base.wall / got.wall)
-    for name, res in out.items():
-        if res.times:
-            res.seconds = statistics.median(res.times)
-            res.note = f"median of {len(res.times)} interleaved rounds"
-        if short[name]:
-            res.note = f"INCOMPLETE epochs (rows {short[name]}, expected {n}); {res.note}".rstrip("; ")
-    floor_res = out[floor_name]
-    if floor_res.times:
-        floor_res.note += f"; epochs {min(floor_res.times):.3f}-{max(floor_res.times):.3f} s"
-    return list(out.values())
+    out = []
+    for t in rounds_interleaved(n, floor, variants, rounds):
+        how = [f"INCOMPLETE epochs (rows {t.incomplete}, expected {n})"] if t.incomplete else []
+        if t.times:
+            how.append(f"median of {len(t.times)} interleaved rounds")
+        if t.variant == floor[0] and t.times:
+            how.append(f"epochs {min(t.times):.3f}-{max(t.times):.3f} s")
+        out.append(Result(bench, t.variant, n, t.seconds, note=t.note or "; ".join(how),
+                          times=t.times, cpu=t.cpu, ratios=t.ratios))
+    return out
 
 
 def peer_result(bench: str, n: int, variant: str, res: dict, note: str) -> Result:
@@ -156,27 +106,6 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return min(times)
-
-
-class Floor:
-    """The in-memory floor, timed again between the rows compared with it.
-
-    On a shared machine whose speed drifts within a run, a floor timed once at the start can
-    read slower than rows timed later (ratios above 100% that only mean the machine sped up).
-    ``again()`` after each row; the floor reported is the best of all its timings, so every
-    ratio is against the fastest the floor ran at any point of the run.
-    """
-
-    def __init__(self, seconds: Callable[[], float], repeat: int = 3):
-        self._seconds = seconds
-        self.times = [seconds() for _ in range(repeat)]
-
-    def again(self) -> None:
-        self.times.append(self._seconds())
-
-    def result(self, bench: str, variant: str, n: int) -> Result:
-        return Result(bench, variant, n, min(self.times),
-                      note=f"best of {len(self.times)} timings, {len(self.times) - 3} between the rows")
 
 
 def report(results: list[Result], floor_variant: str | None = None) -> str:

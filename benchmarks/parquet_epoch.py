@@ -92,7 +92,7 @@ def loader_epochs(source: Callable[[], Any], workers: int) -> Callable[[], tuple
 
         return loader(source(), BATCH, shuffle=True, seed=1, num_workers=workers, rank=0, world_size=1)
 
-    return bench._epochs(build, None)
+    return bench.epochs(build)
 
 
 def run(args: argparse.Namespace) -> list[Result]:

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.peers._clock import cpu_between, snapshot
+from petastream.bench import cpu_between, snapshot
 
 Floor = Callable[[], float]  # one epoch of the in-memory floor: its wall seconds
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("PETASTREAM_BENCH_DATA", ROOT / ".bench" / "data"))
@@ -25,8 +29,9 @@ WORKLOADS = ("tabular", "binary")
 
 def make_data(workload: str, n: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
-    data = {"id": np.arange(n, dtype=np.int64), "features": rng.random((n, 16), dtype=np.float32),
-            "label": rng.integers(0, 10, n).astype(np.int32)}
+    data: dict[str, np.ndarray] = {
+        "id": np.arange(n, dtype=np.int64), "features": rng.random((n, 16), dtype=np.float32),
+        "label": rng.integers(0, 10, n).astype(np.int32)}
     if workload == "binary":
         payload = rng.integers(0, 256, (n, 256), dtype=np.uint8)
         data["payload"] = np.array([row.tobytes() for row in payload], dtype=object)
@@ -34,7 +39,7 @@ def make_data(workload: str, n: int) -> dict[str, np.ndarray]:
     return data
 
 
-def _arrow_table(data: dict[str, np.ndarray]):
+def _arrow_table(data: dict[str, np.ndarray]) -> pa.Table:
     import pyarrow as pa
 
     cols = {}

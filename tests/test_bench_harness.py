@@ -177,3 +177,25 @@ def test_torch_epoch_runs_in_rounds_on_a_tiny_workload(tmp_path, monkeypatch):
         for v in (torch_epoch.FLOOR, "petastream loader, 1 thread(s)", "petastream loader, 2 thread(s)")]
     for r in results:
         assert r.seconds and len(r.times) == len(r.ratios) == len(r.cpu) == 2, r.note
+
+
+def test_image_epoch_table_gives_compat_over_petastorm_of_the_same_mode():
+    from benchmarks import image_epoch
+
+    def row(variant: str, ratios: list[float]) -> harness.Result:
+        return harness.Result(image_epoch.NAME, variant, N, 1.0, ratios=ratios, times=[1.0] * len(ratios))
+
+    rows_p = image_epoch.variant("petastorm", "reader", "process")
+    rows_c = image_epoch.variant("petastream-compat", "reader", "process")
+    assert rows_c == "petastream-compat make_reader, rows (reader_pool_type='process')"
+    assert image_epoch.variant("petastorm", "dataloader", "thread") == \
+        "petastorm make_reader + pytorch.DataLoader(batch_size=64)"
+    lines = image_epoch.table([row(image_epoch.DECODE_FLOOR, [1.0] * 3), row(rows_c, [2.0, 3.0, 4.0]),
+                               row(rows_p, [1.0, 1.5, 2.0]),
+                               harness.Result(image_epoch.NAME, "gone", N, None, note="unavailable: no env")])
+    lines = lines.splitlines()
+    assert lines[0].split()[:4] == ["variant", "rows/s", "x", "decode"]
+    compat = lines[2].split()
+    # rows/s, x decode (min-max), x Petastorm: 3 / 1.5, and (its least over Petastorm's most - most over least)
+    assert compat[-5:] == ["100", "3", "(2-4)", "2.00", "(1.00-4.00)"]
+    assert "2.00" not in lines[3] and lines[4].split()[1:] == ["unavailable", "unavailable:", "no", "env"]

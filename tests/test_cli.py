@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -109,37 +108,3 @@ def test_verify_counts_one_shard_file_in_the_singular(tmp_path, capsys):
     petastream.write_mds({"id": np.arange(3)}, str(tmp_path / "ds"), hashes=[])
     assert main(["verify", str(tmp_path / "ds")]) == 0
     assert capsys.readouterr().out.startswith("1 shard file checked, 0 damaged; sizes only")
-
-
-def test_bench_torch_prints_floor_and_loader_rows():
-    pytest.importorskip("torch")
-    res = _cli("bench", TABULAR, "--frameworks", "torch", "--workers", "1,2", "--repeat", "1")
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[0].startswith(f"{TABULAR}: 1,000 of 1,000 rows")
-    rows = [ln.split() for ln in lines if ln.startswith("  floor") or ln.startswith("  petastream")]
-    assert [r[0] for r in rows] == ["floor:", "petastream.torch.loader,", "petastream.torch.loader,"]
-    assert rows[0][-1] == "100%" and all(float(r[-3].replace(",", "")) > 0 for r in rows)
-    assert "torch " in lines[-1] and "pyarrow " in lines[-1]
-
-
-def test_bench_json_and_missing_frameworks_are_skipped_not_fatal():
-    res = _cli("bench", TABULAR, "--json", "--workers", "1", "--repeat", "1", "--rows", "500",
-               block=("torch", "tensorflow"))
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
-    assert out["rows"] == 500 and out["bytes_per_row"] == 4 * 16 + 8 + 4 + 8
-    notes = [r["note"] for r in out["results"]]
-    assert len(notes) == 4 and all(n.startswith("skipped") for n in notes)
-    assert "PyTorch is not installed (pip install 'petastream[torch]')" in notes[0]
-    assert "TensorFlow is not installed" in notes[2]
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["bench", "/nonexistent"], "index.json not found"),
-    (["bench", TABULAR, "--frameworks", "jax"], "--frameworks 'jax'"),
-])
-def test_bench_usage_errors(argv, message, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("petastream bench: ") and message in err and err.count("\n") == 1

@@ -10,36 +10,23 @@ import pytest
 import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError
-from petastream.mds.writer import write_mds
 from petastream.parquet import open_parquet
 from petastream.tf import TFLoader
+from tests.jagged_data import text as _text
+from tests.jagged_data import write_mds_rows, write_parquet_rows
 
 pytestmark = pytest.mark.tf
 N = 700
 
 
-def _text(i: int) -> str:
-    return "" if i % 7 == 0 else "é" * (i % 4) + f"t{i}"
-
-
-def _blob(i: int) -> bytes:
-    return b"" if i % 5 == 0 else bytes(range(i % 256))[: i % 30]
-
-
 @pytest.fixture(scope="module")
 def mds_url(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("tf-jagged") / "mds")
-    write_mds({"id": np.arange(N), "s": np.array([_text(i) for i in range(N)], dtype=object),
-               "b": np.array([_blob(i) for i in range(N)], dtype=object)}, path, size_limit=4096)
-    return path
+    return write_mds_rows(tmp_path_factory.mktemp("tf-jagged") / "mds", N, size_limit=4096)
 
 
 @pytest.fixture(scope="module")
 def parquet_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tf-jagged") / "p.parquet"
-    pq.write_table(pa.table({"id": np.arange(N), "s": [_text(i) for i in range(N)],
-                             "b": pa.array([_blob(i) for i in range(N)], pa.binary())}), path, row_group_size=200)
-    return str(path)
+    return write_parquet_rows(tmp_path_factory.mktemp("tf-jagged") / "p.parquet", N, row_group_size=200)
 
 
 def _rows(batches, column):

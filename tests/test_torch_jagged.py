@@ -12,41 +12,28 @@ import pytest
 import torch
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.mds.writer import write_mds
 from petastream.parquet import open_parquet
 from petastream.torch import JaggedBytes, loader
 from petastream.torch._convert import to_jagged, to_pinned_tensors, to_tensors
 from petastream.torch._packing import pack, to_device
+from tests.jagged_data import blob as _blob
+from tests.jagged_data import text as _text
+from tests.jagged_data import write_mds_rows, write_parquet_rows
 
 pytestmark = pytest.mark.torch
 N = 1500
 
 
-def _text(i: int) -> str:
-    return "" if i % 7 == 0 else "é" * (i % 5) + f"v{i}"  # empty values, multi-byte UTF-8
-
-
-def _blob(i: int) -> bytes:
-    return b"" if i % 11 == 0 else bytes(range(i % 256))[: i % 40]
-
-
 @pytest.fixture(scope="module")
 def mds_url(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("jagged") / "mds")
-    write_mds({"id": np.arange(N), "s": np.array([_text(i) for i in range(N)], dtype=object),
-               "b": np.array([_blob(i) for i in range(N)], dtype=object),
-               "x": np.arange(N, dtype=np.float32)}, path, size_limit=8192)
-    return path
+    return write_mds_rows(tmp_path_factory.mktemp("jagged") / "mds", N, size_limit=8192,
+                          extra={"x": np.arange(N, dtype=np.float32)})
 
 
 @pytest.fixture(scope="module")
 def parquet_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("jagged") / "p.parquet"
-    table = pa.table({"id": np.arange(N), "s": [_text(i) for i in range(N)],
-                      "b": pa.array([_blob(i) for i in range(N)], pa.binary()),
-                      "x": np.arange(N, dtype=np.float32)})
-    pq.write_table(table, path, row_group_size=400)
-    return str(path)
+    return write_parquet_rows(tmp_path_factory.mktemp("jagged") / "p.parquet", N, row_group_size=400,
+                              extra={"x": np.arange(N, dtype=np.float32)})
 
 
 def _pairs(batches, column):

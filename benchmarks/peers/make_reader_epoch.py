@@ -15,11 +15,34 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from _common import describe, emit, timed_epochs
+
+def reader_epoch(make_reader: Callable[..., Any], data_loader: Callable[..., Any], url: str, mode: str = "reader",
+                 workers: int = 2, pool: str = "thread", batch_size: int = 64) -> Callable[[], int]:
+    """One epoch (its rows) of a fresh ``make_reader``, iterated row by row or under
+    ``data_loader(reader, batch_size)``: the same for Petastorm's and compat's (``benchmarks.image_epoch``
+    times compat's in its own process with this function)."""
+    def open_reader() -> Any:
+        return make_reader(url, num_epochs=1, workers_count=workers, seed=1, shuffle_row_groups=True,
+                           reader_pool_type=pool)
+
+    def rows() -> int:
+        with open_reader() as reader:
+            return sum(1 for _ in reader)
+
+    def batches() -> int:
+        with data_loader(open_reader(), batch_size=batch_size) as loader:
+            return sum(len(b["id"]) for b in loader)
+
+    return rows if mode == "reader" else batches
 
 
 def main() -> None:
+    # run as a script, with the peers' folder on sys.path (and importable without it, for reader_epoch)
+    from _common import describe, emit, timed_epochs
+
     p = argparse.ArgumentParser()
     p.add_argument("--impl", choices=["petastorm", "petastream-compat"], default="petastorm")
     p.add_argument("--dataset", required=True, help="the dataset directory")
@@ -40,21 +63,9 @@ def main() -> None:
         else:
             from petastream.compat import make_reader
             from petastream.compat.pytorch import DataLoader
-        url = "file://" + args.dataset
-
-        def open_reader():
-            return make_reader(url, num_epochs=1, workers_count=args.workers, seed=1, shuffle_row_groups=True,
-                               reader_pool_type=args.pool)
-
-        def reader_epoch() -> int:
-            with open_reader() as reader:
-                return sum(1 for _ in reader)
-
-        def loader_epoch() -> int:
-            with DataLoader(open_reader(), batch_size=args.batch_size) as loader:
-                return sum(len(b["id"]) for b in loader)
-
-        out = timed_epochs(reader_epoch if args.mode == "reader" else loader_epoch, args.rows, args.repeat)
+        epoch = reader_epoch(make_reader, DataLoader, "file://" + args.dataset, args.mode, args.workers,
+                             args.pool, args.batch_size)
+        out = timed_epochs(epoch, args.rows, args.repeat)
     except Exception as e:  # noqa: BLE001 - reported, not raised
         out = {"error": f"failed: {describe(e)}"}
     emit(**out, extra={"impl": args.impl, "mode": args.mode, "workers_count": args.workers, "pool": args.pool,

@@ -7,10 +7,13 @@ then batched with a random permutation and handed to the framework (``torch.from
 ``tf.convert_to_tensor``) — what a loader would cost if reading and decoding were free.
 A framework that is not installed gets a row saying so, not an error.
 
-Each variant: one loader (or ``tf.data.Dataset``) iterated once per epoch, as a training loop
-does; one warm-up epoch (it builds the loader and fills the local shard cache of a remote or
-compressed dataset), then the best of ``--repeat`` epochs. An epoch that does not deliver every row is
-reported, never timed. MB/s counts decoded bytes (numeric columns' ``nbytes``, str/bytes
+Per framework, interleaved rounds: one warm-up round (it builds each loader and fills the
+local shard cache of a remote or compressed dataset), then ``--rounds`` rounds of one epoch of
+the floor and one of each loader, in turn; each loader is built once and iterated once per
+epoch, as a training loop does. A row reports its median epoch's rows/s, and its "x floor": the
+median over the rounds of its rows/s over the floor's in the same round, with their min-max.
+CPU ns/row counts this process and its worker processes. An epoch that does not deliver every
+row is reported, never timed. MB/s counts decoded bytes (numeric columns' ``nbytes``, str/bytes
 lengths). The output ends with the versions in use, so it can be pasted into a bug report.
 ``benchmarks/`` (``make bench``) uses the same functions beside Petastorm and Mosaic.
 """
@@ -25,27 +28,17 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Row", "read_floor_data", "torch_floor", "tf_floor", "torch_epochs", "tf_epochs",
-           "best_epoch", "measure", "add_bench_arguments", "run_bench"]
+from petastream._cpu_clock import CpuSnapshot, cpu_between, snapshot
+from petastream._rounds import Epoch, EpochFn, Timed, failure_note, interleaved, measured
 
-EpochFn = Callable[[], tuple[int, float]]
-
-
-@dataclass
-class Row:
-    variant: str
-    rows: int
-    seconds: float | None  # None: not timed (see note)
-    note: str = ""
-    floor: bool = False
-
-    def rows_per_s(self) -> float | None:
-        return self.rows / self.seconds if self.seconds else None
+__all__ = ["EpochFn", "Epoch", "Timed", "interleaved", "measured", "failure_note", "CpuSnapshot",
+           "snapshot", "cpu_between", "read_floor_data", "decoded_bytes", "torch_floor", "tf_floor",
+           "torch_epochs", "tf_epochs", "epochs", "measure", "table", "add_bench_arguments", "run_bench"]
 
 
 # -- the measured paths (shared with benchmarks/) --------------------------------------------
@@ -119,7 +112,7 @@ def torch_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
 
         return loader(url, batch, shuffle=True, seed=seed, num_workers=workers, rank=0, world_size=1)
 
-    return _epochs(build, limit)
+    return epochs(build, limit)
 
 
 def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
@@ -135,10 +128,12 @@ def tf_epochs(url: str, batch: int = 1024, workers: int = 1, seed: int = 1,
         return ptf.dataset(url, batch, shuffle=True, seed=seed, num_epochs=1, num_workers=workers,
                            rank=0, world_size=1, worker_type=worker_type)
 
-    return _epochs(build, limit)
+    return epochs(build, limit)
 
 
-def _epochs(build: Callable[[], Any], limit: int | None) -> EpochFn:
+def epochs(build: Callable[[], Any], limit: int | None = None) -> EpochFn:
+    """Epochs of the loader ``build()`` returns (the first ``limit`` rows of each): the first
+    call builds it, each call iterates it once, as a training loop does per epoch."""
     built: list[Any] = []
 
     def epoch() -> tuple[int, float]:
@@ -151,26 +146,10 @@ def _epochs(build: Callable[[], Any], limit: int | None) -> EpochFn:
     return epoch
 
 
-def best_epoch(variant: str, n: int, epoch: EpochFn, repeat: int = 3, floor: bool = False) -> Row:
-    """One warm-up epoch, then the best of ``repeat``; an epoch short of ``n`` rows is reported."""
-    from petastream._extras import EXTRAS
-
-    try:
-        epoch()
-        runs = [epoch() for _ in range(repeat)]
-    except ImportError as e:
-        top = (e.name or "").split(".")[0]
-        what, how = EXTRAS.get(top, (e.name or str(e), "install it"))
-        return Row(variant, n, None, f"skipped: {what} is not installed ({how})", floor)
-    except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
-        return Row(variant, n, None, f"failed: {type(e).__name__}: {e}"[:300], floor)
-    good = [sec for rows, sec in runs if rows == n]
-    bad = [rows for rows, _ in runs if rows != n]
-    note = f"INCOMPLETE epochs: {bad} rows, expected {n}" if bad else ""
-    return Row(variant, n, min(good) if good else None, note, floor)
-
-
 # -- the command ---------------------------------------------------------------------------------
+
+ROUNDS = 5  # timed rounds by default: a median of 5 and its spread (issue 36's method)
+
 
 def _workers(value: str) -> list[int]:
     try:
@@ -198,7 +177,7 @@ def default_workers() -> str:
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = (__doc__ or "").split("\n\n")[1].replace("``", "'")
+    p.description = "\n\n".join((__doc__ or "").split("\n\n")[1:3]).replace("``", "'")  # what, and how
     p.add_argument("url", help="MDS dataset: path or fsspec URL (ours or Mosaic-written)")
     p.add_argument("--batch-size", type=_positive, default=1024, help="rows per batch (1024)")
     p.add_argument("--workers", type=_workers, default=default_workers(),
@@ -207,41 +186,58 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="which loaders: 'torch', 'tf' or 'torch,tf' (default)")
     p.add_argument("--rows", type=_positive, default=None,
                    help="time the first N rows of each epoch (default: the whole dataset)")
-    p.add_argument("--repeat", type=_positive, default=3, help="timed epochs, best kept (3)")
+    # --repeat: the option's name when it kept the best of N epochs; scripts that pass it still run
+    p.add_argument("--rounds", "--repeat", dest="rounds", type=_positive, default=ROUNDS,
+                   help=f"timed rounds after the warm-up round, medians over them ({ROUNDS})")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
+PLANS = {"torch": ("floor: in memory -> torch.from_numpy", torch_floor, "petastream.torch.loader",
+                   torch_epochs, "thread"),
+         "tf": ("floor: in memory -> tf.convert_to_tensor", tf_floor, "petastream.tf.dataset",
+                tf_epochs, "worker")}
+
+
+def _not_timed(e: Exception) -> str:
+    """A row's note when its epoch raised: a framework that is not installed names its extra."""
+    from petastream._extras import EXTRAS
+
+    if isinstance(e, ImportError):
+        top = (e.name or "").split(".")[0]
+        what, how = EXTRAS.get(top, (e.name or str(e), "install it"))
+        return f"skipped: {what} is not installed ({how})"
+    return failure_note(e)
+
+
 def measure(url: str, *, batch: int = 1024, workers: Iterable[int] = (1,),
-            frameworks: Iterable[str] = ("torch", "tf"), rows: int | None = None, repeat: int = 3,
-            emit: Callable[[Row, float], None] = lambda row, per_row: None) -> dict[str, Any]:
-    """Measure and return ``{"url", "rows", "bytes_per_row", "results", "versions"}``;
-    ``emit(row, bytes_per_row)`` is called with each row as soon as it is measured."""
+            frameworks: Iterable[str] = ("torch", "tf"), rows: int | None = None, rounds: int = ROUNDS,
+            emit: Callable[[list[Timed], float], None] = lambda group, per_row: None) -> dict[str, Any]:
+    """Measure and return ``{"url", "rows", "bytes_per_row", "batch_size", "rounds", "results",
+    "versions"}``. Per framework, the floor and a loader per worker count in interleaved rounds
+    (:func:`interleaved`); ``emit(group, bytes_per_row)`` is called with each framework's rows
+    (its floor first) as soon as its rounds are done."""
     data = read_floor_data(url, rows)
     n = len(next(iter(data.values()))) if data else 0
     per_row = decoded_bytes(data) / n if n else 0.0
-    results: list[Row] = []
-
-    def add(row: Row) -> None:
-        results.append(row)
-        emit(row, per_row)
-
-    plans = {"torch": ("floor: in memory -> torch.from_numpy", torch_floor,
-                       "petastream.torch.loader", torch_epochs, "thread"),
-             "tf": ("floor: in memory -> tf.convert_to_tensor", tf_floor,
-                    "petastream.tf.dataset", tf_epochs, "worker")}
+    results: list[dict[str, Any]] = []
     for fw in frameworks:
-        floor_name, floor_fn, name, epoch_fn, unit = plans[fw]
-        floor = best_epoch(floor_name, n, functools.partial(floor_fn, data, batch), repeat, floor=True)
-        add(floor)
-        if floor.note.startswith("skipped"):
-            add(Row(name, n, None, "skipped: see above"))
-            continue
-        for w in workers:
-            add(best_epoch(f"{name}, {w} {unit}{'s' if w > 1 else ''}", n,
-                           epoch_fn(url, batch, w, limit=rows), repeat))
-    return {"url": url, "rows": n, "bytes_per_row": per_row, "batch_size": batch,
-            "results": [asdict(r) | {"rows_per_s": r.rows_per_s()} for r in results],
-            "versions": versions()}
+        floor_name, floor_fn, name, epoch_fn, unit = PLANS[fw]
+        variants = {f"{name}, {w} {unit}{'s' if w > 1 else ''}": epoch_fn(url, batch, w, limit=rows)
+                    for w in workers}
+        try:
+            group = interleaved(n, (floor_name, functools.partial(floor_fn, data, batch)), variants,
+                                rounds, describe=_not_timed)
+        except Exception as e:  # noqa: BLE001 - the floor raised (its framework is missing): a row says so
+            note = _not_timed(e)
+            group = [Timed(floor_name, n, note=note),
+                     Timed(name, n, note="skipped: see above" if note.startswith("skipped") else note)]
+        del variants  # their loaders (worker processes, buffers) go before the next framework's
+        emit(group, per_row)
+        results += [asdict(t) | {"framework": fw, "floor": i == 0, "rows_per_s": t.rows_per_s,
+                                 "ratio": t.ratio, "cpu_ns_per_row": t.cpu_ns_per_row}
+                    for i, t in enumerate(group)]
+    return {"url": url, "rows": n, "bytes_per_row": per_row, "batch_size": batch, "rounds": rounds,
+            "results": results, "versions": versions()}
 
 
 def versions() -> dict[str, str]:
@@ -257,13 +253,35 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _line(row: Row, per_row: float, floor: Row | None) -> str:
-    rps = row.rows_per_s()
-    if rps is None:
-        return f"  {row.variant:<44} {'-':>12} {'-':>9} {'':>8}  {row.note}"
-    base = floor.rows_per_s() if floor else None
-    ratio = f"{rps / base:.0%}" if base else ""
-    return f"  {row.variant:<44} {rps:>12,.0f} {rps * per_row / 1e6:>9,.1f} {ratio:>8}  {row.note}"
+HEADER = (f"  {'variant':<44} {'rows/s':>12} {'MB/s':>9} {'x floor':>7} {'(min-max)':>11} "
+          f"{'CPU ns/row':>10}  note")
+
+
+def table(group: list[Timed], per_row: float) -> list[str]:
+    """The lines of one framework's rows (``group[0]`` its floor), under :data:`HEADER`: rows/s
+    and MB/s of the median epoch, the median per-round ratio to the floor with its (min-max),
+    the median epoch's CPU ns per row, and why a row was not timed or not every epoch was."""
+    lines = []
+    for i, t in enumerate(group):
+        notes = [t.note] if t.note else []
+        if t.incomplete:
+            notes.append(f"INCOMPLETE epochs: {t.incomplete} rows, expected {t.rows}")
+        if i == 0 and t.times:
+            notes.append(f"epochs {min(t.times):.3g}-{max(t.times):.3g} s")
+        rps, ratio, spread = t.rows_per_s, t.ratio, t.spread
+        if rps is None or ratio is None or spread is None:
+            lines.append(f"  {t.variant:<44} {'-':>12} {'-':>9} {'':>7} {'':>11} {'':>10}  {'; '.join(notes)}")
+            continue
+        x, lo_hi = ("1", "") if i == 0 else (_x(ratio), f"({_x(spread[0])}-{_x(spread[1])})")
+        cpu = f"{t.cpu_ns_per_row:,.0f}" if t.cpu_ns_per_row is not None else ""
+        lines.append(f"  {t.variant:<44} {rps:>12,.0f} {rps * per_row / 1e6:>9,.1f} {x:>7} {lo_hi:>11} "
+                     f"{cpu:>10}  {'; '.join(notes)}".rstrip())
+    return lines
+
+
+def _x(ratio: float) -> str:
+    # two decimals, or two significant digits below 0.1 (a slow path over a tiny dataset: 0.0031)
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -284,22 +302,22 @@ def run_bench(args: argparse.Namespace) -> int:
         return 2
     n = len(ds) if args.rows is None else min(args.rows, len(ds))
     cols = ", ".join(f"{k} {v}" for k, v in ds.columns.items())
-    floors: list[Row] = []
     if not args.json:
         print(f"{args.url}: {n:,} of {len(ds):,} rows; columns: {cols}")
-        print(f"shuffled epochs, batches of {args.batch_size}; best of {args.repeat} after a "
-              f"warm-up epoch\n  {'variant':<44} {'rows/s':>12} {'MB/s':>9} {'of floor':>8}")
+        print(f"shuffled epochs, batches of {args.batch_size}; a warm-up round, then medians of "
+              f"{args.rounds} rounds (each: one epoch of the floor, then of each loader)\n{HEADER}",
+              flush=True)
 
-    def emit(row: Row, per_row: float) -> None:
-        if row.floor:
-            floors.append(row)
+    def emit(group: list[Timed], per_row: float) -> None:
         if not args.json:
-            print(_line(row, per_row, floors[-1] if floors else None), flush=True)
+            print("\n".join(table(group, per_row)), flush=True)
 
     result = measure(args.url, batch=args.batch_size, workers=args.workers,
-                       frameworks=frameworks, rows=args.rows, repeat=args.repeat, emit=emit)
+                     frameworks=frameworks, rows=args.rows, rounds=args.rounds, emit=emit)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print("MB/s: decoded bytes. " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
+        print("x floor: rows/s over the floor's in the same round, median (min-max) over the rounds; "
+              "CPU ns/row: this process and its workers; MB/s: decoded bytes.")
+        print(", ".join(f"{k} {v}" for k, v in result["versions"].items()))
     return 0
