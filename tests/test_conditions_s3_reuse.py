@@ -141,3 +141,15 @@ def test_a_file_deleted_while_a_reader_reads_it_is_an_error_naming_it(bucket):
     finally:
         reader.stop()
         reader.join()
+
+
+def test_a_rewritten_file_named_in_a_list_of_urls_is_read_anew(bucket):
+    writer, url, _ = bucket
+    files = [f"{url}/a.parquet", f"{url}/b.parquet"]
+    _put(writer, files[0], 0)
+    _put(writer, files[1], ROWS)
+    first, ids = _epoch(files)
+    assert ids == list(range(2 * ROWS))
+    _put(writer, files[1], 7 * ROWS, ROWS // 4)
+    second, ids = _epoch(files)
+    assert second is not first and ids == [*range(ROWS), *range(7 * ROWS, 7 * ROWS + ROWS // 4)]
