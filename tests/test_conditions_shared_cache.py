@@ -1,0 +1,86 @@
+"""Several processes on one shard cache directory (issue 36, users' harder conditions): the
+process buffer pool (:mod:`petastream.columns.pool`) in loaders with threads, DataLoader worker
+processes and TensorFlow decode processes, two independent loaders in two processes at once,
+a bounded cache that evicts between them; and a reader killed with SIGKILL mid-epoch.
+
+Each reader runs in a process of its own (:mod:`tests.conditions_reader`), keeps every batch
+it is handed and checks them all again after its last epoch, so a pooled buffer, shared-memory
+slot or mapped entry reused under a kept batch fails the run. Synchronised on files and
+pipes; each wait bounded, failing rather than hanging."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from petastream.mds.writer import write_mds
+from petastream.storage.cache import ShardCache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), ROOT])}
+N = 24_000  # 3.2 MB decompressed, in shards of ~64 KB; batches of 512 rows
+WAIT = 150  # seconds any one child may take before the test fails
+
+
+@pytest.fixture(scope="module")
+def mds_url(tmp_path_factory):
+    url = str(tmp_path_factory.mktemp("shared-cache") / "mds")
+    ids = np.arange(N, dtype=np.int64)
+    write_mds({"id": ids, "x": ids.astype(np.float64)[:, None] * 16 + np.arange(16, dtype=np.float64),
+               "s": np.array([f"r{i}" for i in ids], dtype=object)}, url, size_limit=1 << 16, compression="zstd")
+    return url
+
+
+def _spec(url: str, mode: str, epochs: int, **extra) -> dict:
+    return {"url": url, "mode": mode, "batch": 512, "epochs": epochs, "n": N, **extra}
+
+
+def _start(spec: dict, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tests.conditions_reader", json.dumps(spec)], cwd=ROOT,
+                            env={**os.environ, **ENV, **(env or {})}, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"a reader did not finish within {WAIT} s: {err[-3000:]}") from None
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _cache_limit(url: str) -> int:
+    """Room for about half the decompressed dataset: the readers evict each other's entries."""
+    from petastream.mds.dataset import MDSDataset
+
+    return MDSDataset(url).stored_bytes // 2
+
+
+@pytest.mark.torch
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("modes", [("threads", "threads"), ("threads", "dataloader"),
+                                   pytest.param(("threads", "tf-process"), marks=pytest.mark.tf)],
+                         ids=lambda m: "+".join(m))
+def test_two_loaders_in_two_processes_on_one_cache_keep_every_batch_exact(mds_url, tmp_path, modes):
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    options = {"cache_limit": _cache_limit(mds_url)}
+    # Epoch 0's buffers go back to the pool; epoch 1 is handed out in them and kept; epoch 2
+    # must then not be made in them.
+    procs = [_start(_spec(mds_url, mode, 3, barrier=str(barrier), me=k, peers=2, options=options, keep_epochs=[1]))
+             for k, mode in enumerate(modes)]
+    results = [_result(p) for p in procs]
+    for mode, r in zip(modes, results):
+        assert r["ids"] and r["rows"] == 3 * N and r["per_id"] == 3, (mode, r)
+        if mode == "threads":  # the pool served later batches from buffers earlier ones gave back
+            assert r["reused"] > 0 and r["kept"] == -(-N // 512), r
+    usage = ShardCache.at(os.environ["PETASTREAM_CACHE_DIR"]).usage()
+    assert usage.temporary == 0 and usage.total_bytes <= options["cache_limit"], usage
