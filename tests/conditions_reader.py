@@ -15,14 +15,20 @@ mapped cache entries). It prints one JSON line of what it saw.
 Synchronised on files, never on time: before reading it writes ``<barrier>/ready-<me>`` and
 waits (bounded) until ``peers`` such files exist. With ``hold_after`` it prints ``holding``
 after that many batches, iterator open (pins, announcements, workers alive), and blocks on its
-stdin until the parent kills it.
+stdin until the parent kills it. With ``stall_fill_at`` its ``n``-th shard fill (counted per
+process: DataLoader workers count their own) writes half the shard's bytes into the cache's
+temporary file, prints ``filling`` and never returns, holding the key's fill lock: a process
+killed there leaves a partial fill behind.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -53,6 +59,27 @@ def _columns(batch: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return ids, x, list(s)
 
 
+def _stall_fill(at: int) -> None:
+    from petastream.mds.sources import ShardSources
+
+    real = ShardSources.fill
+    count, lock = itertools.count(1), threading.Lock()
+
+    def fill(self: Any, i: int, out: Any) -> None:
+        with lock:
+            n = next(count)
+        if n != at:
+            return real(self, i, out)
+        whole = io.BytesIO()
+        real(self, i, whole)
+        out.write(whole.getvalue()[: len(whole.getvalue()) // 2])
+        out.flush()
+        print("filling", flush=True)
+        threading.Event().wait()  # killed here, mid-fill
+
+    ShardSources.fill = fill  # type: ignore[method-assign]
+
+
 def _check(batch: dict[str, Any]) -> np.ndarray:
     ids, x, s = _columns(batch)
     if not np.array_equal(x, expected_x(ids)):
@@ -79,6 +106,8 @@ def _loader(mode: str, url: str, batch: int, epochs: int, options: dict[str, Any
 def main(spec: dict[str, Any]) -> dict[str, Any]:
     from petastream.columns.pool import buffer_pool
 
+    if spec.get("stall_fill_at"):
+        _stall_fill(spec["stall_fill_at"])
     if spec.get("barrier"):
         _barrier(spec["barrier"], spec["me"], spec["peers"])
     loader = _loader(spec["mode"], spec["url"], spec["batch"], spec["epochs"], spec.get("options", {}))

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -84,3 +87,71 @@ def test_two_loaders_in_two_processes_on_one_cache_keep_every_batch_exact(mds_ur
             assert r["reused"] > 0 and r["kept"] == -(-N // 512), r
     usage = ShardCache.at(os.environ["PETASTREAM_CACHE_DIR"]).usage()
     assert usage.temporary == 0 and usage.total_bytes <= options["cache_limit"], usage
+
+
+def _line(proc: subprocess.Popen, want: str) -> None:
+    """Wait (bounded) until ``proc`` prints the line ``want``."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            proc.kill()
+            raise AssertionError(f"the reader did not say {want!r} within {WAIT} s: {proc.stderr.read()[-3000:]}")
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the reader ended before saying {want!r}: {proc.stderr.read()[-3000:]}")
+        if line.strip() == want:
+            return
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its DataLoader workers), from /proc."""
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out += [int(p) for p in f.read().split()]
+    return out
+
+
+def _gone(pids: list[int]) -> bool:
+    from petastream.parent_death import pid_alive
+
+    deadline = time.monotonic() + WAIT
+    while any(pid_alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)  # polling for an exit: only its end matters
+    return True
+
+
+@pytest.mark.torch
+@pytest.mark.cloud
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", ["threads", "dataloader"])
+def test_a_reader_killed_mid_epoch_leaves_nothing_the_next_one_trips_on(s3_bucket, mds_url, tmp_path, mode):
+    """A reader of an S3 dataset, killed with SIGKILL mid-epoch while it maps (pins) the shards
+    it read, announces its read-ahead, holds a shard's fill lock and has half of that shard in
+    a temporary file: a reader started after it on the same cache dir reads every row exactly,
+    without waiting for anything of the dead one's, and the partial fill is never an entry."""
+    import s3fs
+
+    url = f"{s3_bucket}/mds"
+    s3fs.S3FileSystem().put(mds_url + "/", url.removeprefix("s3://") + "/", recursive=True)
+    options = {"cache_limit": _cache_limit(mds_url)}
+    victim = _start(_spec(url, mode, 2, options=options, stall_fill_at=12))
+    _line(victim, "filling")
+    workers = _children(victim.pid)
+    assert (mode == "dataloader") == bool(workers)
+    cache = ShardCache.at(os.environ["PETASTREAM_CACHE_DIR"])
+    held = cache.usage(count_pinned=True)
+    assert any(name.endswith(".keys") for name in os.listdir(os.path.join(cache.root, "v1", "readers")))
+    assert held.temporary >= 1 and held.pinned >= 1, held  # the half-written fill; the shards it maps
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.communicate(timeout=WAIT)
+    assert _gone(workers), "the killed reader's DataLoader workers outlived it"
+    follower = _start(_spec(url, "threads", 1, options=options))
+    r = _result(follower)
+    assert r["ids"] and r["rows"] == N and r["per_id"] == 1, r
+    # The follower evicted to fit the limit, and swept the dead fills' temporary files with it.
+    usage = cache.usage()
+    assert usage.total_bytes <= options["cache_limit"] and usage.temporary == 0, usage
