@@ -153,3 +153,27 @@ def test_a_rewritten_file_named_in_a_list_of_urls_is_read_anew(bucket):
     _put(writer, files[1], 7 * ROWS, ROWS // 4)
     second, ids = _epoch(files)
     assert second is not first and ids == [*range(ROWS), *range(7 * ROWS, 7 * ROWS + ROWS // 4)]
+
+
+@pytest.mark.torch
+def test_process_pool_readers_per_epoch_on_s3_reuse_and_see_a_rewrite(bucket):
+    # Petastorm's reader_pool_type="process" (DataLoader worker processes, which reopen the
+    # source): a reader per epoch through compat's DataLoader, the source kept between them.
+    from petastream.compat.pytorch import DataLoader
+
+    writer, url, _ = bucket
+    _put(writer, f"{url}/a.parquet", 0, 2000)
+    _put(writer, f"{url}/b.parquet", 2000, 2000)
+
+    def epoch() -> tuple[object, list[int]]:
+        reader = make_batch_reader(url, reader_pool_type="process", workers_count=2, num_epochs=1)
+        with DataLoader(reader, batch_size=256) as loader:
+            ids = sorted(int(i) for b in loader for i in b["id"])
+        return reader.dataset, ids
+
+    first, ids = epoch()
+    second, again = epoch()
+    assert second is first and ids == again == list(range(4000))
+    _put(writer, f"{url}/b.parquet", 9000, 500)
+    third, ids = epoch()
+    assert third is not second and ids == [*range(2000), *range(9000, 9500)]
