@@ -124,31 +124,43 @@ def _gone(pids: list[int]) -> bool:
     return True
 
 
+KILL_POINTS = {
+    # where the victim is when it is killed: mid-fill (threads, or its DataLoader workers), or
+    # between batches with TensorFlow's decode processes (fresh interpreters: not patched)
+    "threads": {"stall_fill_at": 12},
+    "dataloader": {"stall_fill_at": 12},
+    "tf-process": {"hold_after": 5},
+}
+
+
 @pytest.mark.torch
 @pytest.mark.cloud
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("mode", ["threads", "dataloader"])
+@pytest.mark.parametrize("mode", ["threads", "dataloader", pytest.param("tf-process", marks=pytest.mark.tf)])
 def test_a_reader_killed_mid_epoch_leaves_nothing_the_next_one_trips_on(s3_bucket, mds_url, tmp_path, mode):
     """A reader of an S3 dataset, killed with SIGKILL mid-epoch while it maps (pins) the shards
-    it read, announces its read-ahead, holds a shard's fill lock and has half of that shard in
-    a temporary file: a reader started after it on the same cache dir reads every row exactly,
-    without waiting for anything of the dead one's, and the partial fill is never an entry."""
+    it read, announces its read-ahead, and (killed mid-fill) holds a shard's fill lock with
+    half of that shard in a temporary file: its worker processes end with it, and a reader
+    started after it on the same cache dir reads every row exactly, without waiting for
+    anything of the dead one's; the partial fill is never an entry."""
     import s3fs
 
     url = f"{s3_bucket}/mds"
     s3fs.S3FileSystem().put(mds_url + "/", url.removeprefix("s3://") + "/", recursive=True)
     options = {"cache_limit": _cache_limit(mds_url)}
-    victim = _start(_spec(url, mode, 2, options=options, stall_fill_at=12))
-    _line(victim, "filling")
+    point = KILL_POINTS[mode]
+    victim = _start(_spec(url, mode, 2, options=options, **point))
+    _line(victim, "filling" if "stall_fill_at" in point else "holding")
     workers = _children(victim.pid)
-    assert (mode == "dataloader") == bool(workers)
+    assert (mode != "threads") == bool(workers)
     cache = ShardCache.at(os.environ["PETASTREAM_CACHE_DIR"])
     held = cache.usage(count_pinned=True)
+    assert held.pinned >= 1, held  # the shards it maps
+    assert held.temporary >= int("stall_fill_at" in point), held  # the half-written fill
     assert any(name.endswith(".keys") for name in os.listdir(os.path.join(cache.root, "v1", "readers")))
-    assert held.temporary >= 1 and held.pinned >= 1, held  # the half-written fill; the shards it maps
     os.kill(victim.pid, signal.SIGKILL)
     victim.communicate(timeout=WAIT)
-    assert _gone(workers), "the killed reader's DataLoader workers outlived it"
+    assert _gone(workers), "the killed reader's worker processes outlived it"
     follower = _start(_spec(url, "threads", 1, options=options))
     r = _result(follower)
     assert r["ids"] and r["rows"] == N and r["per_id"] == 1, r
