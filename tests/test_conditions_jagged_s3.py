@@ -136,3 +136,25 @@ def test_tf_process_workers_jagged_exact_and_resumed(urls, fmt):
     assert [b["id"].numpy().tolist() for b in rest] == [b["id"].numpy().tolist() for b in objects[4:]]
     for column in ("s", "b"):
         assert _tf_rows(rest, column) == _tf_rows(objects[4:], column)
+
+
+@pytest.mark.torch
+def test_own_dataloader_with_spawned_workers_over_s3(urls):
+    # A user's own DataLoader over MDSIterableDataset, its workers spawned: every row once, its
+    # values and offsets exact.
+    from torch.utils.data import DataLoader
+
+    from petastream.torch import JaggedBytes, MDSIterableDataset
+
+    ds = MDSIterableDataset(urls["mds"], 100, shuffle=True, seed=1, strings="jagged")
+    rows: dict[int, tuple[bytes, bytes]] = {}
+    for b in DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn"):
+        assert isinstance(b["s"], JaggedBytes) and isinstance(b["b"], JaggedBytes)
+        for column in ("s", "b"):
+            raw = [v.encode() if isinstance(v, str) else v for v in b[column].tolist()]
+            values, offsets = _expected(raw)
+            assert b[column].values.numpy().tobytes() == values and b[column].offsets.tolist() == offsets
+        for i, s, blob in zip(b["id"].tolist(), b["s"].tolist(), b["b"].tolist()):
+            assert i not in rows
+            rows[i] = (s, blob)
+    assert rows == {i: (_text(i), _blob(i)) for i in range(N)}
