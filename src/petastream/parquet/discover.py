@@ -198,6 +198,10 @@ def _directory(loc: Location, root: int) -> tuple[list[ParquetFileRef], list[tup
     import pyarrow as pa
     import pyarrow.dataset as ds
 
+    # The fresh listing first: pyarrow opens a file to infer the schema through fsspec, whose
+    # listing cache may still hold a version another writer replaced since (s3fs then asks for
+    # the old ETag and fails: "no longer exists"); listing() drops that cache and refills it.
+    tags = listing(loc)
     try:
         dataset = ds.dataset(loc.path, filesystem=_pyarrow_fs(loc), format="parquet", partitioning="hive")
     except (pa.ArrowInvalid, OSError) as e:
@@ -211,7 +215,6 @@ def _directory(loc: Location, root: int) -> tuple[list[ParquetFileRef], list[tup
     schema = dataset.partitioning.schema if dataset.partitioning is not None else None
     fields = [(f.name, f.type) for f in (schema or [])
               if f.name in keys_seen] if schema is not None else []
-    tags = listing(loc)
     out = []
     for frag, rel in frags:
         keys = ds.get_partition_keys(frag.partition_expression)
