@@ -110,9 +110,13 @@ class RowReader:
         self._handed_out = 0  # batches taken from the loader, all iterations
         self._taken = 0  # batches taken in this iteration
         self._served = self._batch_rows = 0  # rows of the current batch served, and its rows
+        #: The current batch: its columns (the schema's fields; None for n-gram windows) and
+        #: its rows, made when a row of it is first asked for (:meth:`take_columns` needs none).
+        self._columns: list[Any] | None = None
+        self._batch: list[Any] | None = None
         self._resume_row = 0  # rows of the first batch already served (a loaded state)
         self._epochs_left = num_epochs  # of the read (a loaded state may have used some)
-        self._rows: Generator[Any, None, None] = self._generate()
+        self._rows: Generator[bool, None, None] = self._generate()
 
     # -- the rows of a read ---------------------------------------------------------------------
     def _note_plan(self, work: PassWork) -> PassWork:
@@ -122,30 +126,55 @@ class RowReader:
         self._windows.add_plan(work.plan)
         return work
 
-    def _make_rows(self, parts: tuple[Any, ...]) -> list[Any]:
-        batch = dict(zip(self._keys, parts))  # (the loader's convert made a tuple: see as_parts)
-        if self._windows is not None:
-            return self._windows.take(batch)
-        columns = [batch[k] for k in self._fields]
-        return [self._row_type(*values) for values in zip(*columns)] if len(columns[0]) else []
-
-    def _generate(self) -> Generator[Any, None, None]:
+    def _generate(self) -> Generator[bool, None, None]:
+        """Makes each batch of the read the current one (see :meth:`_next_batch`)."""
         if self.loader is None or (self._epochs_left is not None and self._epochs_left <= 0):
             return
         skip, self._resume_row = self._resume_row, 0
         self._taken = 0
         self._served = self._batch_rows = 0
-        for batch in self.loader:
+        width = len(self._fields)
+        for parts in self.loader:  # (the loader's convert made a tuple: see as_parts)
             self._taken += 1
             self._handed_out += 1
-            rows = self._make_rows(batch)
-            self._batch_rows, self._served = len(rows), min(skip, len(rows))
-            for j in range(self._served, len(rows)):
-                self._served = j + 1
-                yield rows[j]
+            if self._windows is not None:
+                self._set_batch(None, self._windows.take(dict(zip(self._keys, parts))), skip)
+            else:
+                self._set_batch(list(parts[:width]), None, skip)
             skip = 0
+            yield True
         if self._windows is not None:
-            yield from self._windows.flush()
+            self._set_batch(None, list(self._windows.flush()), 0)
+            yield True
+
+    def _set_batch(self, columns: list[Any] | None, rows: list[Any] | None, skip: int) -> None:
+        n = len(rows) if rows is not None else len(columns[0]) if columns else 0
+        self._columns, self._batch = columns, rows
+        self._batch_rows, self._served = n, min(skip, n)
+
+    def _next_batch(self) -> bool:
+        """Whether a row is left: the current batch's, else the next batch with rows left."""
+        while self._served >= self._batch_rows:
+            if next(self._rows, False) is False:
+                self.last_row_consumed = True
+                return False
+        return True
+
+    def take_columns(self, n: int) -> dict[str, Any] | None:
+        """The next rows, at most ``n`` and all of one loader batch, as the schema's columns
+        (what ``n`` calls of ``next()`` would give, as columns: the rows are not made), or None
+        when the read is over. For n-gram windows, which are not columns: use ``next()``."""
+        with self._lock:
+            if self._windows is not None:
+                raise InvalidArgumentError("take_columns: a reader of NGram windows serves windows; iterate it")
+            if self.stopped:
+                raise stopped_error()
+            if not self._next_batch():
+                return None
+            assert self._columns is not None
+            start = self._served
+            self._served = stop = min(start + n, self._batch_rows)
+            return {name: column[start:stop] for name, column in zip(self._fields, self._columns)}
 
     # -- Petastorm's Reader interface -----------------------------------------------------------
     def __iter__(self) -> RowReader:
@@ -155,11 +184,14 @@ class RowReader:
         with self._lock:
             if self.stopped:
                 raise stopped_error()
-            try:
-                return next(self._rows)
-            except StopIteration:
-                self.last_row_consumed = True
-                raise
+            if not self._next_batch():
+                raise StopIteration
+            if self._batch is None:  # the batch's rows, made at once (zip: no Python per value)
+                assert self._columns is not None
+                self._batch = [self._row_type(*values) for values in zip(*self._columns)]
+            j = self._served
+            self._served = j + 1
+            return self._batch[j]
 
     def next(self) -> Any:
         return self.__next__()
