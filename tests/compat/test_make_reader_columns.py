@@ -88,3 +88,21 @@ def test_ngram_windows_are_not_columns():
         with pytest.raises(ValueError, match="take_columns.*NGram"):
             reader.take_columns(4)
         assert next(reader)
+
+
+def test_workers_read_one_batch_of_stored_rows_at_a_time():
+    """make_reader's work stage: a worker's bulk read is one batch's rows, so that the first
+    batch waits for its own row groups only (none in a read shuffling rows across the dataset,
+    whose batches take rows of every row group anyway)."""
+    from petastream.pipeline.work import PassWork
+
+    stage = row_reader_module.one_batch_chunks
+    limit = row_reader_module.ROWS_PER_BATCH
+    assert stage(PassWork(None, None)).max_chunk == limit  # type: ignore[arg-type]
+    assert stage(PassWork(None, None, max_chunk=limit // 2)).max_chunk == limit // 2  # type: ignore[arg-type]
+    assert stage(PassWork(None, None, max_chunk=10 * limit)).max_chunk == limit  # type: ignore[arg-type]
+    with make_reader(ALL_CODECS, shuffle_row_groups=True, seed=3) as reader:
+        assert reader.loader.work_stages == [stage]
+        assert sorted(int(r.id) for r in reader) == list(range(10))
+    with make_reader(ALL_CODECS, shuffle_rows=True, seed=3) as reader:
+        assert reader.loader.work_stages == []
