@@ -15,8 +15,11 @@ It runs on the one pipeline (:mod:`petastream.pipeline`), as the native loaders 
   ``shuffle_rows``: rows shuffled) and runs the codec decoding, the per-row ``predicate`` and
   the ``TransformSpec`` as its work stage (:mod:`petastream.compat._row_work`) in the
   executor ``reader_pool_type`` names: decode threads, petastream's worker processes
-  (``"process"``), or the iterating thread (``"dummy"``);
-* rows are made here from its batches, in its order, so a seeded read is reproducible;
+  (``"process"``), or the iterating thread (``"dummy"``), each reading the stored rows of one
+  batch at a time (:func:`one_batch_chunks`);
+* rows are made here from its batches, in its order, so a seeded read is reproducible
+  (a batch's rows at once, when its first row is asked for; ``take_columns`` hands its rows
+  out as columns instead, for the ``DataLoader``'s default collate: :mod:`._row_batches`);
   ``state_dict()``/``load_state_dict()`` resume exactly (the rows served are not served
   again); ``on_error`` is the loader's bad-sample policy; ``stats()`` its figures.
 
