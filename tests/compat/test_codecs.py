@@ -119,6 +119,34 @@ def test_image_decode_each_mode_owned_and_as_converted(mode, fmt, target):
     assert np.array_equal(codec.decode(field, data), expected)
 
 
+@pytest.mark.usefixtures("image_decoder")
+def test_a_column_of_images_decodes_as_each_value_does():
+    """decode_values (the reader's decode threads) decodes a column of one shape straight into
+    one stacked array, and a column of several shapes, nulls, or a bad file as each value
+    decodes on its own (an object array; the error of the value that fails)."""
+    from petastream.compat._decode import decode_values
+
+    rng = np.random.default_rng(5)
+    codec = CompressedImageCodec("png")
+    field = _field(np.uint8, (None, None, 3), codec, "img")
+    colour = [rng.integers(0, 256, (6, 5, 3), dtype=np.uint8) for _ in range(4)]
+    stored = [bytes(codec.encode(field, v)) for v in colour]
+    column = np.empty(4, dtype=object)
+    column[:] = stored
+    decoded = decode_values(field, column)
+    assert decoded.shape == (4, 6, 5, 3) and decoded.dtype == np.uint8 and np.array_equal(decoded, np.stack(colour))
+    grey = rng.integers(0, 256, (3, 4), dtype=np.uint8)
+    mixed = [stored[0], None, stored[1], bytes(codec.encode(_field(np.uint8, (3, 4), codec), grey)), stored[2]]
+    out = decode_values(field, mixed)
+    assert out.dtype == object and out[1] is None
+    for got, want in zip(out[[0, 2, 3, 4]], [colour[0], colour[1], grey, colour[2]]):
+        assert np.array_equal(got, want) and got.flags.owndata and got.flags.writeable
+    assert decode_values(field, [None, stored[0]])[0] is None
+    assert decode_values(field, []).shape == (0,)
+    with pytest.raises(Exception, match='"img"'):
+        decode_values(field, [stored[0], b"not an image"])
+
+
 def test_png_stores_rgb_not_bgr():
     from PIL import Image
 

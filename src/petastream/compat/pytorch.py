@@ -3,7 +3,8 @@
 Each takes a :class:`~petastream.compat.reader.Reader` (what ``make_batch_reader`` returns, and
 what the converter's context manager passes as ``reader=``) and runs petastream's bulk loader
 (:class:`~petastream.torch.TorchLoader`) with its plan; or a ``make_reader`` reader, whose rows
-are collated in the iterating thread as Petastorm does (:mod:`petastream.compat._row_batches`). Batches are ``dict[str, Tensor]`` in the
+are collated in the iterating thread as Petastorm does (:mod:`petastream.compat._row_batches`; the
+default collate column by column). Batches are ``dict[str, Tensor]`` in the
 reader's column order; unlike Petastorm, string, binary and decimal columns come back as lists
 instead of a ``TypeError``.
 

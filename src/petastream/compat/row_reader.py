@@ -15,8 +15,11 @@ It runs on the one pipeline (:mod:`petastream.pipeline`), as the native loaders 
   ``shuffle_rows``: rows shuffled) and runs the codec decoding, the per-row ``predicate`` and
   the ``TransformSpec`` as its work stage (:mod:`petastream.compat._row_work`) in the
   executor ``reader_pool_type`` names: decode threads, petastream's worker processes
-  (``"process"``), or the iterating thread (``"dummy"``);
-* rows are made here from its batches, in its order, so a seeded read is reproducible;
+  (``"process"``), or the iterating thread (``"dummy"``), each reading the stored rows of one
+  batch at a time (:func:`one_batch_chunks`);
+* rows are made here from its batches, in its order, so a seeded read is reproducible
+  (a batch's rows at once, when its first row is asked for; ``take_columns`` hands its rows
+  out as columns instead, for the ``DataLoader``'s default collate: :mod:`._row_batches`);
   ``state_dict()``/``load_state_dict()`` resume exactly (the rows served are not served
   again); ``on_error`` is the loader's bad-sample policy; ``stats()`` its figures.
 
@@ -33,6 +36,7 @@ it); accepted without effect, as they tune Petastorm's own pools: ``results_queu
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
 import functools
 import pickle
 import secrets
@@ -110,9 +114,13 @@ class RowReader:
         self._handed_out = 0  # batches taken from the loader, all iterations
         self._taken = 0  # batches taken in this iteration
         self._served = self._batch_rows = 0  # rows of the current batch served, and its rows
+        #: The current batch: its columns (the schema's fields; None for n-gram windows) and
+        #: its rows, made when a row of it is first asked for (:meth:`take_columns` needs none).
+        self._columns: list[Any] | None = None
+        self._batch: list[Any] | None = None
         self._resume_row = 0  # rows of the first batch already served (a loaded state)
         self._epochs_left = num_epochs  # of the read (a loaded state may have used some)
-        self._rows: Generator[Any, None, None] = self._generate()
+        self._rows: Generator[bool, None, None] = self._generate()
 
     # -- the rows of a read ---------------------------------------------------------------------
     def _note_plan(self, work: PassWork) -> PassWork:
@@ -122,30 +130,55 @@ class RowReader:
         self._windows.add_plan(work.plan)
         return work
 
-    def _make_rows(self, parts: tuple[Any, ...]) -> list[Any]:
-        batch = dict(zip(self._keys, parts))  # (the loader's convert made a tuple: see as_parts)
-        if self._windows is not None:
-            return self._windows.take(batch)
-        columns = [batch[k] for k in self._fields]
-        return [self._row_type(*values) for values in zip(*columns)] if len(columns[0]) else []
-
-    def _generate(self) -> Generator[Any, None, None]:
+    def _generate(self) -> Generator[bool, None, None]:
+        """Makes each batch of the read the current one (see :meth:`_next_batch`)."""
         if self.loader is None or (self._epochs_left is not None and self._epochs_left <= 0):
             return
         skip, self._resume_row = self._resume_row, 0
         self._taken = 0
         self._served = self._batch_rows = 0
-        for batch in self.loader:
+        width = len(self._fields)
+        for parts in self.loader:  # (the loader's convert made a tuple: see as_parts)
             self._taken += 1
             self._handed_out += 1
-            rows = self._make_rows(batch)
-            self._batch_rows, self._served = len(rows), min(skip, len(rows))
-            for j in range(self._served, len(rows)):
-                self._served = j + 1
-                yield rows[j]
+            if self._windows is not None:
+                self._set_batch(None, self._windows.take(dict(zip(self._keys, parts))), skip)
+            else:
+                self._set_batch(list(parts[:width]), None, skip)
             skip = 0
+            yield True
         if self._windows is not None:
-            yield from self._windows.flush()
+            self._set_batch(None, list(self._windows.flush()), 0)
+            yield True
+
+    def _set_batch(self, columns: list[Any] | None, rows: list[Any] | None, skip: int) -> None:
+        n = len(rows) if rows is not None else len(columns[0]) if columns else 0
+        self._columns, self._batch = columns, rows
+        self._batch_rows, self._served = n, min(skip, n)
+
+    def _next_batch(self) -> bool:
+        """Whether a row is left: the current batch's, else the next batch with rows left."""
+        while self._served >= self._batch_rows:
+            if next(self._rows, False) is False:
+                self.last_row_consumed = True
+                return False
+        return True
+
+    def take_columns(self, n: int) -> dict[str, Any] | None:
+        """The next rows, at most ``n`` and all of one loader batch, as the schema's columns
+        (what ``n`` calls of ``next()`` would give, as columns: the rows are not made), or None
+        when the read is over. For n-gram windows, which are not columns: use ``next()``."""
+        with self._lock:
+            if self._windows is not None:
+                raise InvalidArgumentError("take_columns: a reader of NGram windows serves windows; iterate it")
+            if self.stopped:
+                raise stopped_error()
+            if not self._next_batch():
+                return None
+            assert self._columns is not None
+            start = self._served
+            self._served = stop = min(start + n, self._batch_rows)
+            return {name: column[start:stop] for name, column in zip(self._fields, self._columns)}
 
     # -- Petastorm's Reader interface -----------------------------------------------------------
     def __iter__(self) -> RowReader:
@@ -155,11 +188,14 @@ class RowReader:
         with self._lock:
             if self.stopped:
                 raise stopped_error()
-            try:
-                return next(self._rows)
-            except StopIteration:
-                self.last_row_consumed = True
-                raise
+            if not self._next_batch():
+                raise StopIteration
+            if self._batch is None:  # the batch's rows, made at once (zip: no Python per value)
+                assert self._columns is not None
+                self._batch = [self._row_type(*values) for values in zip(*self._columns)]
+            j = self._served
+            self._served = j + 1
+            return self._batch[j]
 
     def next(self) -> Any:
         return self.__next__()
@@ -310,6 +346,16 @@ def _order(shuffle_row_groups: bool, shuffle_rows: bool, drop_partitions: int, n
     return dict(shuffle=True, window=1, block_size=block)
 
 
+def one_batch_chunks(work: PassWork) -> PassWork:
+    """A work stage: each worker reads the stored rows of one batch at a time. A row's decode
+    (an image's: about 0.1 ms) dwarfs its read, and a bulk read of many batches' rows (the
+    pipeline's first chunk: up to 8,192 rows a worker) only holds back the first batch, which
+    then waits for every row group those rows are in (a whole small epoch). Read-ahead still
+    loads the row groups of the next chunks, now the next batches'."""
+    limit = ROWS_PER_BATCH if work.max_chunk is None else min(work.max_chunk, ROWS_PER_BATCH)
+    return dataclasses.replace(work, max_chunk=limit)
+
+
 def _too_small(source: Any, limit: int | None) -> bool:
     """Whether a cache of ``limit`` bytes holds fewer than the 3 decoded row groups a shuffled
     read through it needs (:mod:`petastream.stream.budget`)."""
@@ -417,6 +463,7 @@ def make_reader(dataset_url: str | list[str], schema_fields: Any = None, reader_
                              columns=list(read_schema.fields), num_workers=workers, transform=work,
                              convert=functools.partial(as_parts, row_parts(out_schema, ngram)),
                              executor=_executor(reader_pool_type, workers, work), on_error=on_error,
+                             work_stages=[] if shuffle_rows else [one_batch_chunks],
                              **_order(bool(shuffle_row_groups), bool(shuffle_rows), shuffle_row_drop_partitions,
                                       ngram, source.shard_sizes))
     else:
