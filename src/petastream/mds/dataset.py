@@ -246,11 +246,28 @@ class MDSDataset(CachePeers, Fingerprinted, StringReads):  # capabilities: petas
             rows = pooled_empty(n, np.dtype((np.void, dtype.itemsize)))  # a temporary: reused
             self.read_rows_into(groups, rows)
             return split_rows(rows, dtype, wanted)
-        parts, positions = [], []
+        if self.layout is not None:  # mixed: every shard's rows straight into place (.mixed_rows)
+            from petastream.mds.mixed_rows import Part, read_mixed
+
+            wanted = list(self.layout.names) if columns is None else list(columns)
+            for c in wanted:
+                if c not in self.layout.names:
+                    raise UnknownColumnError(f"no column {c!r}; columns are {list(self.layout.names)}")
+            parts = [Part(self.shard(g.shard), np.asarray(g.local_ids, dtype=np.int64), g.positions)
+                     for g in groups]
+            for part in parts:
+                ids = part.ids
+                assert ids is not None
+                if len(ids) and (ids.min() < 0 or ids.max() >= part.shard.num_samples):
+                    raise OutOfRangeError(f"sample ids out of range for shard {part.shard.name} "
+                                          f"with {part.shard.num_samples} samples")
+            if parts:
+                return read_mixed(parts, n, wanted, self.strings == "ragged")
+        blocks, positions = [], []
         for g in groups:
-            parts.append(self.read_shard(g.shard, g.local_ids, columns))
+            blocks.append(self.read_shard(g.shard, g.local_ids, columns))
             positions.append(g.positions)
-        return scatter_columns(parts, positions, n)
+        return scatter_columns(blocks, positions, n)
 
     def row_layout(self) -> np.dtype | None:
         """Packed rows (:class:`petastream.source.PackedRows`): every column's, where all are
