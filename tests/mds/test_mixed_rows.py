@@ -141,3 +141,20 @@ def test_inconsistent_sizes_fail_before_anything_is_read(tmp_path):
         f.write(bytes(data))
     with pytest.raises(CorruptShardError, match=r"shard\.00001\.mds: column sizes do not add up"):
         petastream.open(url).with_strings("ragged").read(np.arange(300)[::-1].copy())
+
+
+def test_values_at_the_end_of_a_shard(tmp_path):
+    """A str column last in the samples: a part holding a shard's last sample cannot gather 12
+    bytes past its first variable column's start (the file ends), and reads them on its own."""
+    n = 500
+    texts = np.array(["é" * (i % 7) + "x" * (i % 13) for i in range(n)], dtype=object)
+    url = str(tmp_path / "ds")
+    write_mds({"a": np.arange(n), "z": texts}, url, size_limit=2048, compression=None)
+    ds = petastream.open(url).with_strings("ragged")
+    assert ds.num_shards > 3
+    ids = np.random.default_rng(6).permutation(n)
+    got = ds.read(ids)["z"]
+    assert [got[k].tobytes().decode() for k in range(n)] == list(texts[ids])
+    last = ds.shard_offsets[1:] - 1  # every shard's last sample
+    got = ds.read(last)["z"]
+    assert [got[k].tobytes().decode() for k in range(len(last))] == list(texts[last])

@@ -35,7 +35,7 @@ import numpy as np
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 
 __all__ = ["gather_rows", "gather_ranges", "gather_ranges_arrow", "gather_ranges_views", "range_views",
-           "views_as_binary"]
+           "views_as_binary", "INLINE"]
 
 #: Below this many bytes the per-byte index is cheaper than setting up an Arrow take.
 SMALL_GATHER = 1 << 14
@@ -120,6 +120,7 @@ def gather_ranges_arrow(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
 
 
 _INLINE = 12  # binary_view: values up to this long live in the view itself
+INLINE = _INLINE
 
 
 def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
@@ -140,14 +141,17 @@ def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     return _views(data, starts, lengths)
 
 
-def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffer_index: int = 0) -> np.ndarray | None:
+def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffer_index: int = 0,
+                lead: np.ndarray | None = None) -> np.ndarray | None:
     """The ranges as Arrow ``binary_view`` views, ``(n, 4)`` int32 (see :func:`views_as_binary`),
     pointing into ``data`` as the array's data buffer number ``buffer_index``; None where this
     pyarrow has no such arrays or a position does not fit the view's int32.
 
     Views of several buffers (each shard of a block) written into one array in the block's
     order make one ``binary_view`` array, and one Arrow cast copies every value into place in
-    that order: no sort, no intermediate copy per shard."""
+    that order: no sort, no intermediate copy per shard. ``lead``: the 12 bytes from every
+    start, ``(n, 12)`` uint8, where the caller has them already (a gather of each sample's
+    head that reaches into the column); overwritten."""
     if not _views_supported():
         return None
     data = _as_bytes(data)
@@ -156,7 +160,9 @@ def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffe
     _check_ranges(data, starts, lengths)
     if len(starts) and int(starts.max()) >= 1 << 31:
         return None
-    return _view_rows(data, starts, lengths, buffer_index)
+    if lead is not None and lead.shape != (len(starts), _INLINE):
+        raise InvalidArgumentError(f"lead: expected ({len(starts)}, {_INLINE}) bytes, got {lead.shape}")
+    return _view_rows(data, starts, lengths, buffer_index, lead)
 
 
 def views_as_binary(views: np.ndarray, buffers: list[np.ndarray]) -> Any:
@@ -176,12 +182,14 @@ def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
     return pa.Array.from_buffers(pa.binary_view(), len(starts), [None, pa.py_buffer(views), pa.py_buffer(data)])
 
 
-def _view_rows(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, index: int) -> np.ndarray:
+def _view_rows(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, index: int,
+               lead: np.ndarray | None = None) -> np.ndarray:
     n = len(starts)
     views = np.empty((n, 4), dtype=np.int32)  # [length, 12 inline bytes] or [length, prefix, buffer, start]
     if n:
         views[:, 0] = lengths
-        lead = _leading_bytes(data, starts)
+        if lead is None:
+            lead = _leading_bytes(data, starts)
         inline = lengths <= _INLINE
         if inline.all():
             lead &= _KEEP[lengths]  # bytes past the value: zero

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from petastream.columns.gather import gather_rows, range_views, views_as_binary
+from petastream.columns.gather import INLINE, gather_rows, range_views, views_as_binary
 from petastream.columns.ops import scatter_columns
 from petastream.columns.pool import pooled_empty
 from petastream.columns.ragged import Ragged
@@ -143,7 +143,10 @@ def _strings(parts: Sequence[Part], located: list[Located], name: str, n: int, u
     else:
         views = np.empty((n, 4), dtype=np.int32)
         for k, (part, loc) in enumerate(zip(parts, located)):
-            got = range_views(part.shard.u8, loc.where[name][0], _lengths(loc, name), k)
+            offset = loc.where[name][2]  # the first variable-size column: its first bytes in the head
+            lead = (np.ascontiguousarray(loc.head[:, offset:offset + INLINE])
+                    if offset is not None and loc.head.shape[1] >= offset + INLINE else None)
+            got = range_views(part.shard.u8, loc.where[name][0], _lengths(loc, name), k, lead)
             if got is None:
                 return None
             _place(views, part.positions, got)

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from petastream.columns.gather import gather_rows
+from petastream.columns.gather import INLINE, gather_rows
 from petastream.columns.ops import split_rows
 from petastream.columns.pool import pooled_take
 from petastream.columns.text import ranges_as_ragged
@@ -69,7 +69,8 @@ class Located(NamedTuple):
     """Where a set of a shard's samples keep their columns (:meth:`ShardData.locate`)."""
 
     head: np.ndarray
-    """``(n, prefix)`` uint8: each sample's column-size header and leading fixed columns."""
+    """``(n, width)`` uint8: each sample's column-size header and leading fixed columns, and
+    (where ``width`` allows) the first bytes of the first variable-size column."""
     where: dict[str, tuple[np.ndarray, np.ndarray | None, int | None]]
     """Per column: its start in the shard per sample, its lengths (variable-size columns,
     else None) and its offset in ``head`` (None past the first variable-size column)."""
@@ -215,7 +216,10 @@ class ShardData:
             if size is None:
                 break
             prefix += size
-        head = gather_rows(self.u8, starts, prefix)
+        # And the first bytes of the first variable-size column (what a binary view of its
+        # values holds), where every sample's reach: the same cache lines, not another gather.
+        reach = prefix + INLINE if nvar and n and int(starts.max()) + prefix + INLINE <= len(self.u8) else prefix
+        head = gather_rows(self.u8, starts, reach)
         var_sizes = head[:, :4 * nvar].copy().view("<u4").astype(np.int64)
         # Where every column starts, checked against the sample sizes before anything is decoded.
         pos = starts + 4 * nvar
