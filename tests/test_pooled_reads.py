@@ -148,9 +148,44 @@ def mixed_url(tmp_path_factory):
 def test_kept_batches_of_a_mixed_layout_survive_later_epochs(mixed_url, fresh_pool, workers):
     ld = loader(mixed_url, 512, shuffle=True, seed=11, num_workers=workers)
     kept = []
-    for _ in range(3):
-        kept += _keep_some(ld)
+    for epoch in range(3):
+        # (the middle epoch keeps nothing: a block's columns are read straight into pooled
+        # buffers, with no pooled temporaries, so buffers come back only from blocks not kept)
+        kept += _keep_some(ld) if epoch != 1 else [b for b in ld][:0]
     _check(kept)
     full = [b for b, _ in kept if "s" in b]
     assert full and all(b["s"] == [b"v%d" % i for i in b["id"].tolist()] for b in full)
+    assert fresh_pool.stats().reused > 0
+
+
+@pytest.fixture(scope="module")
+def strings_url(tmp_path_factory):
+    """str/bytes columns of one length throughout (``h``) and of varying lengths, past the 12
+    bytes a binary view holds inline for some rows (``s``), over several shards."""
+    path = str(tmp_path_factory.mktemp("pooled-strings") / "ds")
+    ids = np.arange(N, dtype=np.int64)
+    write_mds({"id": ids, "x": (ids[:, None] * 4 + np.arange(4)).astype(np.float32),
+               "s": np.array([f"v{i}" + "é" * (i % 9) for i in range(N)], dtype=object),
+               "h": np.array([i.to_bytes(8, "little") * 2 for i in range(N)], dtype=object)},
+              path, compression=None, size_limit=300_000)
+    return path
+
+
+def _check_strings(kept: list) -> None:
+    for b, ids0 in kept:
+        ids = np.asarray(b["id"]).tolist()
+        assert ids == ids0.tolist(), "a kept batch was overwritten"
+        assert b["s"].tolist() == [f"v{i}" + "é" * (i % 9) for i in ids], "a kept batch was overwritten"
+        assert b["h"].tolist() == [i.to_bytes(8, "little") * 2 for i in ids], "a kept batch was overwritten"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kept_jagged_batches_survive_later_epochs(strings_url, fresh_pool, workers):
+    ld = loader(strings_url, 512, shuffle=True, seed=13, num_workers=workers, strings="jagged")
+    assert MDSDataset(strings_url).num_shards > 2
+    kept = [_snap(b) for k, b in enumerate(ld) if k % 3 == 0]
+    seen = [v for b in ld for v in np.asarray(b["id"]).tolist()]  # an epoch kept by no one
+    kept += [_snap(b) for k, b in enumerate(ld) if k % 4 == 1]
+    _check_strings(kept)
+    assert sorted(seen) == list(range(N))
     assert fresh_pool.stats().reused > 0

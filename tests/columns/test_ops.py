@@ -80,3 +80,29 @@ def test_pack_rows_is_the_inverse_of_split_rows():
     strided = np.arange(20, dtype=np.int32)[::2]  # views with other strides are packed too
     dtype = np.dtype([("s", np.int32)])
     np.testing.assert_array_equal(pack_rows({"s": strided}, dtype).view(dtype)["s"], strided)
+
+
+def test_pooled_ragged_blocks_kept_are_not_overwritten():
+    """Same-length Ragged scatters and runs taken from a Ragged land in pooled buffers: one a
+    caller keeps is never handed out again, while ones dropped are."""
+    from petastream.columns import pool as pool_mod
+
+    pool = pool_mod.configure(8 << 20, min_bytes=1 << 10)
+    try:
+        rng = np.random.default_rng(2)
+        kept = []
+        for r in range(6):
+            parts = [Ragged(np.arange(k * 16 * 100, (k + 1) * 16 * 100, dtype=np.float32) + r,
+                            np.arange(101, dtype=np.int64) * 16) for k in range(2)]
+            order = rng.permutation(200)
+            block = scatter_columns([{"v": p} for p in parts], [order[:100], order[100:]], 200)["v"]
+            run = parts[0].take(np.arange(10, 90))
+            want = np.concatenate([p.values.reshape(100, 16) for p in parts])[np.argsort(order)]
+            if r % 2 == 0:
+                kept.append((block, run, want.copy(), parts[0].values[160:1440].copy()))
+        for block, run, want, run_want in kept:
+            np.testing.assert_array_equal(block.values.reshape(200, 16), want)
+            np.testing.assert_array_equal(run.values, run_want)
+        assert pool.stats().reused > 0
+    finally:
+        pool_mod.configure()

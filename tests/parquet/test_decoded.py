@@ -162,3 +162,55 @@ def test_cache_backed_row_groups_are_let_go_at_the_end_of_a_pass(pq_dir, tmp_pat
     paths = [ShardCache.at(cache_dir).path(k) for k in _decoded_entries(cache_dir)]
     src.close()  # another process may need the room: no entry stays mapped by this one
     assert paths and not any(is_pinned(p) for p in paths)
+
+
+def test_objects_of_decoded_entries_are_kept_between_passes(pq_dir, tmp_path, monkeypatch):
+    """A reader per epoch over local-disk (compat): the entries are unmapped at a pass's end,
+    and the next pass takes their str/bytes objects from the source instead of making them."""
+    from petastream.parquet.kept_objects import KeptObjects
+    from petastream.storage.pins import is_pinned
+
+    made = []
+    real_put = KeptObjects.put
+    monkeypatch.setattr(KeptObjects, "put", lambda self, *a: (made.append(a[:2]), real_put(self, *a))[1])
+    cache_dir = str(tmp_path / "cache")
+    want = open_parquet(pq_dir).read(np.arange(N))
+    src = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)
+    texts = [name for name, v in want.items() if v.dtype == object and isinstance(v[0], (str, bytes))]
+    assert texts
+    ids = np.random.default_rng(6).permutation(N)
+    assert_same(src.read(ids), open_parquet(pq_dir).read(ids))
+    src.close()
+    units = len(src.plan.units)
+    assert len(made) == len(texts) * units and len(src.row_groups.kept_objects) == len(made)
+    paths = [ShardCache.at(cache_dir).path(k) for k in _decoded_entries(cache_dir)]
+    assert paths and not any(is_pinned(p) for p in paths)  # kept objects hold no mapping
+    for _ in range(2):
+        assert_same(src.read(ids), open_parquet(pq_dir).read(ids))
+        src.close()
+    assert len(made) == len(texts) * units  # none made again
+    other = open_parquet(pq_dir, cache_decoded=True, cache_dir=cache_dir)  # another reader: its own
+    assert_same(other.read(ids), open_parquet(pq_dir).read(ids))
+    assert len(made) == 2 * len(texts) * units
+    ragged = src.with_strings("ragged").read(ids)  # bytes, not objects: nothing kept is used
+    assert [bytes(ragged[texts[0]][k]) for k in range(3)] == [
+        v.encode() if isinstance(v, str) else v for v in want[texts[0]][ids[:3]]]
+
+
+def test_kept_objects_stay_within_their_budget():
+    from petastream.parquet.kept_objects import OBJECT_BYTES, KeptObjects
+
+    a = np.array([b"x" * 10] * 4, dtype=object)
+    each = 40 + OBJECT_BYTES * 4
+    kept = KeptObjects(2 * each)
+    kept.put("k1", "s", a, 40)
+    kept.put("k2", "s", a, 40)
+    assert kept.get("k1", "s", 4) is a and kept.get("k1", "s", 5) is None  # rows must agree
+    kept.put("k3", "s", a, 40)  # over the budget: the least recently used (k2) goes
+    assert kept.get("k2", "s", 4) is None and kept.get("k1", "s", 4) is a and kept.get("k3", "s", 4) is a
+    assert kept.held_bytes == 2 * each and len(kept) == 2
+    kept.put("big", "s", a, 3 * each)  # larger than the budget: not kept, nothing dropped
+    assert kept.get("big", "s", 4) is None and len(kept) == 2
+    off = KeptObjects(0)
+    off.put("k1", "s", a, 40)
+    assert len(off) == 0

@@ -34,7 +34,8 @@ import numpy as np
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError, OutOfRangeError
 
-__all__ = ["gather_rows", "gather_ranges", "gather_ranges_arrow", "gather_ranges_views"]
+__all__ = ["gather_rows", "gather_ranges", "gather_ranges_arrow", "gather_ranges_views", "range_views",
+           "views_as_binary", "INLINE"]
 
 #: Below this many bytes the per-byte index is cheaper than setting up an Arrow take.
 SMALL_GATHER = 1 << 14
@@ -119,6 +120,7 @@ def gather_ranges_arrow(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
 
 
 _INLINE = 12  # binary_view: values up to this long live in the view itself
+INLINE = _INLINE
 
 
 def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
@@ -139,28 +141,69 @@ def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     return _views(data, starts, lengths)
 
 
+def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffer_index: int = 0,
+                lead: np.ndarray | None = None) -> np.ndarray | None:
+    """The ranges as Arrow ``binary_view`` views, ``(n, 4)`` int32 (see :func:`views_as_binary`),
+    pointing into ``data`` as the array's data buffer number ``buffer_index``; None where this
+    pyarrow has no such arrays or a position does not fit the view's int32.
+
+    Views of several buffers (each shard of a block) written into one array in the block's
+    order make one ``binary_view`` array, and one Arrow cast copies every value into place in
+    that order: no sort, no intermediate copy per shard. ``lead``: the 12 bytes from every
+    start, ``(n, 12)`` uint8, where the caller has them already (a gather of each sample's
+    head that reaches into the column); overwritten."""
+    if not _views_supported():
+        return None
+    data = _as_bytes(data)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    _check_ranges(data, starts, lengths)
+    if len(starts) and int(starts.max()) >= 1 << 31:
+        return None
+    if lead is not None and lead.shape != (len(starts), _INLINE):
+        raise InvalidArgumentError(f"lead: expected ({len(starts)}, {_INLINE}) bytes, got {lead.shape}")
+    return _view_rows(data, starts, lengths, buffer_index, lead)
+
+
+def views_as_binary(views: np.ndarray, buffers: list[np.ndarray]) -> Any:
+    """``(n, 4)`` int32 views (of :func:`range_views`, whose buffer numbers index
+    ``buffers``) as one ``large_binary`` array, the values copied in order once."""
+    import pyarrow as pa
+
+    arr = pa.Array.from_buffers(pa.binary_view(), len(views),
+                                [None, pa.py_buffer(views), *(pa.py_buffer(b) for b in buffers)])
+    return arr.cast(pa.large_binary())
+
+
 def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
     import pyarrow as pa
 
+    views = _view_rows(data, starts, lengths, 0)
+    return pa.Array.from_buffers(pa.binary_view(), len(starts), [None, pa.py_buffer(views), pa.py_buffer(data)])
+
+
+def _view_rows(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, index: int,
+               lead: np.ndarray | None = None) -> np.ndarray:
     n = len(starts)
-    views = np.empty((n, 4), dtype=np.int32)  # [length, 12 inline bytes] or [length, prefix, 0, start]
+    views = np.empty((n, 4), dtype=np.int32)  # [length, 12 inline bytes] or [length, prefix, buffer, start]
     if n:
         views[:, 0] = lengths
-        lead = _leading_bytes(data, starts)
+        if lead is None:
+            lead = _leading_bytes(data, starts)
         inline = lengths <= _INLINE
         if inline.all():
             lead &= _KEEP[lengths]  # bytes past the value: zero
             views.view(np.uint8)[:, 4:] = lead
         elif not inline.any():
             views.view(np.uint8)[:, 4:8] = lead[:, :4]  # the prefix
-            views[:, 2] = 0  # buffer 0
+            views[:, 2] = index
             views[:, 3] = starts
         else:
             lead &= _KEEP[np.minimum(lengths, _INLINE)]
             views.view(np.uint8)[:, 4:] = lead
-            views[:, 2] = np.where(inline, views[:, 2], 0)
+            views[:, 2] = np.where(inline, views[:, 2], index)
             views[:, 3] = np.where(inline, views[:, 3], starts)
-    return pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)])
+    return views
 
 
 #: Row k keeps the first k of 12 bytes: ``lead &= _KEEP[lengths]`` zeroes the bytes past each

@@ -125,7 +125,7 @@ def _scatter_same_length(cols: Sequence[Any], positions: Sequence[np.ndarray], n
         return None
     dtype = cols[0].values.dtype
     item = np.dtype((np.void, length * dtype.itemsize))
-    values = np.empty(n * length, dtype=dtype)
+    values = pooled_empty(n * length, dtype)  # reused block to block (see .pool)
     rows = values.view(item)
     for c, pos in zip(cols, positions):
         if len(c):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from petastream.columns.gather import gather_ranges
+from petastream.columns.pool import pooled_empty
 
 __all__ = ["Ragged"]
 
@@ -39,7 +40,9 @@ class Ragged:
             # A run of consecutive rows (whole row groups in stored order, compat's default):
             # one copy of the values instead of a range per row.
             part = self.slice(int(ids[0]), int(ids[-1]) + 1)
-            return Ragged(part.values.copy(), part.offsets.astype(np.int64, copy=True))
+            values = pooled_empty(part.values.shape, part.values.dtype)  # (a read's temporary, mostly)
+            values[...] = part.values
+            return Ragged(values, part.offsets.astype(np.int64, copy=True))
         starts = self.offsets[ids]
         # The ids' own lengths, not the whole column's: a batch of 1024 from a row group of
         # 65k rows would otherwise diff 65k offsets per take.

@@ -23,18 +23,18 @@ through :mod:`petastream.columns.gather`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from petastream.columns.gather import gather_rows
+from petastream.columns.gather import INLINE, gather_rows
 from petastream.columns.ops import split_rows
-from petastream.columns.pool import pooled_empty, pooled_take
+from petastream.columns.pool import pooled_take
 from petastream.columns.text import ranges_as_ragged
 from petastream.errors import CorruptShardError, EncodingError, OutOfRangeError, UnknownColumnError
 from petastream.mds.layout import ColumnLayout
 
-__all__ = ["build_shard", "shard_parts", "ShardData"]
+__all__ = ["build_shard", "shard_parts", "ShardData", "Located"]
 
 # What a value's decoder raises on damaged bytes: bad UTF-8 or JSON (ValueError), bad
 # numbers (ValueError, decimal's ArithmeticError), our own checks (EncodingError).
@@ -63,6 +63,17 @@ def shard_parts(config_json: bytes, sample_sizes: np.ndarray, payload: Any) -> l
     header[1:] = offsets
     parts = payload if isinstance(payload, list) else [payload]
     return [header.tobytes(), config_json, *(memoryview(p).cast("B") for p in parts)]
+
+
+class Located(NamedTuple):
+    """Where a set of a shard's samples keep their columns (:meth:`ShardData.locate`)."""
+
+    head: np.ndarray
+    """``(n, width)`` uint8: each sample's column-size header and leading fixed columns, and
+    (where ``width`` allows) the first bytes of the first variable-size column."""
+    where: dict[str, tuple[np.ndarray, np.ndarray | None, int | None]]
+    """Per column: its start in the shard per sample, its lengths (variable-size columns,
+    else None) and its offset in ``head`` (None past the first variable-size column)."""
 
 
 class ShardData:
@@ -178,6 +189,18 @@ class ShardData:
         return np.frombuffer(self.u8, dtype=dtype, count=n, offset=start) if n else np.empty(0, dtype)
 
     def _read_mixed(self, ids: np.ndarray | None, wanted: list[str], raw_strings: bool = False) -> dict[str, Any]:
+        from petastream.mds.mixed_rows import Part, read_mixed
+
+        return read_mixed([Part(self, ids, None)], len(self.offsets) - 1 if ids is None else len(ids),
+                          wanted, raw_strings)
+
+    def locate(self, ids: np.ndarray | None) -> Located:
+        """Where every column of samples ``ids`` (all when None; checked by the caller) lies:
+        the gathered prefix of each sample (its column-size header and the fixed columns before
+        the first variable one) and, per column, its start positions, lengths (variable-size
+        columns) and offset in the prefix (columns inside it). Raises naming the shard where
+        the column sizes do not add up to the sample sizes, so that every range is inside
+        its sample before anything reads through it."""
         layout = self.layout
         starts = self.offsets[:-1] if ids is None else self.offsets[ids]
         ends = self.offsets[1:] if ids is None else self.offsets[ids + 1]
@@ -193,7 +216,10 @@ class ShardData:
             if size is None:
                 break
             prefix += size
-        head = gather_rows(self.u8, starts, prefix)
+        # And the first bytes of the first variable-size column (what a binary view of its
+        # values holds), where every sample's reach: the same cache lines, not another gather.
+        reach = prefix + INLINE if nvar and n and int(starts.max()) + prefix + INLINE <= len(self.u8) else prefix
+        head = gather_rows(self.u8, starts, reach)
         var_sizes = head[:, :4 * nvar].copy().view("<u4").astype(np.int64)
         # Where every column starts, checked against the sample sizes before anything is decoded.
         pos = starts + 4 * nvar
@@ -211,30 +237,22 @@ class ShardData:
                 pos, offset = pos + size, None if offset is None else offset + size
         if n and not np.array_equal(pos, ends):
             raise CorruptShardError(f"shard {self.name}: column sizes do not add up to the sample sizes")
-        out: dict[str, Any] = {}
-        for name in wanted:
-            enc = layout.encodings[layout.names.index(name)]
-            at, lengths, offset = where[name]
-            if lengths is None:
-                size, dtype = enc.size, enc.dtype
-                assert size is not None and dtype is not None  # a fixed-size column
-                if offset is not None:  # in the prefix: a copy of its bytes out of the gather
-                    raw = pooled_empty((n, size), np.uint8)
-                    raw[...] = head[:, offset:offset + size]
-                else:
-                    raw = gather_rows(self.u8, at, size)
-                out[name] = raw.view(dtype.base).reshape((n, *dtype.shape))
-                continue
-            try:
-                if raw_strings and enc.name in ("str", "bytes"):
-                    out[name] = ranges_as_ragged(self.u8, at, lengths, utf8=enc.name == "str")
-                else:
-                    out[name] = enc.decode_ranges(self.u8, at, lengths)
-            except _DECODE_ERRORS as e:
-                bad = self._first_bad(enc, at, lengths)
-                sample = None if bad is None else int(bad if ids is None else ids[bad])
-                raise self._damaged(name, sample, e) from e
-        return out
+        return Located(head, where)
+
+    def decode_var(self, name: str, at: np.ndarray, lengths: np.ndarray, ids: np.ndarray | None,
+                   raw_strings: bool = False) -> Any:
+        """Variable-size column ``name`` at byte ranges ``at``/``lengths`` (of samples ``ids``,
+        for the message) through its encoding (``raw_strings``: str/bytes as ``Ragged`` uint8);
+        damaged values raise naming the shard, column and sample."""
+        enc = self.layout.encodings[self.layout.names.index(name)]
+        try:
+            if raw_strings and enc.name in ("str", "bytes"):
+                return ranges_as_ragged(self.u8, at, lengths, utf8=enc.name == "str")
+            return enc.decode_ranges(self.u8, at, lengths)
+        except _DECODE_ERRORS as e:
+            bad = self._first_bad(enc, at, lengths)
+            sample = None if bad is None else int(bad if ids is None else ids[bad])
+            raise self._damaged(name, sample, e) from e
 
     def _damaged(self, column: str, sample: int | None, error: Exception) -> CorruptShardError:
         where = f"column {column!r}" + ("" if sample is None else f", sample {sample} of the shard")

@@ -27,7 +27,7 @@ Columns without nulls take the same path under every policy.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from petastream.columns.ragged import Ragged
 from petastream.columns.text import binary_as_ragged
 from petastream.errors import EncodingError, InternalError, NullValuesError
 from petastream.parquet.types import ColumnSpec
+
+if TYPE_CHECKING:
+    from petastream.parquet.kept_objects import KeptObjects
 
 __all__ = ["prepare", "constant", "take", "empty", "Text", "Json", "NULL_POLICIES", "NullValuesError"]
 
@@ -47,19 +50,33 @@ class Text:
     """A ``str``/``bytes`` column of one row group: Arrow ``large_binary``/``large_string``,
     and its Python objects once a read asked for them."""
 
-    __slots__ = ("arrow", "_objects")
+    __slots__ = ("arrow", "_objects", "_keep")
 
     def __init__(self, arrow: Any):
         self.arrow = arrow
         self._objects: np.ndarray | None = None
+        self._keep: tuple[KeptObjects, str, str] | None = None
 
     def __len__(self) -> int:
         return len(self.arrow)
 
+    def keep_in(self, kept: KeptObjects, key: str, column: str) -> None:
+        """Take this column's objects from ``kept`` (``column`` of the decoded cache entry
+        ``key``, whose bytes this column's are) where they are there; else keep them there
+        once made (see :mod:`~.kept_objects`)."""
+        if self._objects is None:
+            self._objects = kept.get(key, column, len(self.arrow))
+        if self._objects is None:
+            self._keep = (kept, key, column)
+
     def objects(self) -> np.ndarray:
         if self._objects is None:  # a race makes it twice, never wrong
-            self._objects = (self.arrow.to_numpy(zero_copy_only=False) if len(self.arrow)
-                             else np.empty(0, dtype=object))
+            objects = (self.arrow.to_numpy(zero_copy_only=False) if len(self.arrow)
+                       else np.empty(0, dtype=object))
+            if self._keep is not None:
+                kept, key, column = self._keep
+                kept.put(key, column, objects, int(self.arrow.nbytes))
+            self._objects = objects
         return self._objects
 
     @property

@@ -24,6 +24,7 @@ from petastream.errors import CorruptShardError
 from petastream.parquet import decoded as decoded_cache
 from petastream.parquet.convert import Text, constant, prepare
 from petastream.parquet.fetch import FilePins, Placement
+from petastream.parquet.kept_objects import KeptObjects
 from petastream.parquet.plan import WHOLE_FILE, Plan, Unit, check_file
 from petastream.storage.cache import ShardCache
 from petastream.storage.shards import ShardStore
@@ -89,6 +90,9 @@ class RowGroups:
         self._warned_room = False
         #: Whether loaded row groups may map cache entries (not to be held past a pass).
         self.cache_backed = not placement.all_in_place or any(k is not None for k in self.decoded_keys)
+        #: The str/bytes objects of row groups read from decoded entries, kept between passes
+        #: (the entries are unmapped at a pass's end; see :mod:`~.kept_objects`). Set by the source.
+        self.kept_objects: KeptObjects | None = None
 
     # -- ShardLoader -------------------------------------------------------------------------
     def cost(self, u: int) -> tuple[int, bool]:
@@ -118,12 +122,13 @@ class RowGroups:
         if key is not None and buf is not None:
             stored = [c for c in self._others if c in self.plan.read_columns]
             packed, table = decoded_cache.decode(self.cache.path(key), buf, unit.rows, self.row_item, stored, where)
-            return Loaded(packed, self._prepare(unit, table, self._others, where, strings))
+            return Loaded(packed, self._prepare(unit, table, self._others, where, strings, key=key))
         found, table, keep = self._decode(unit, wait, where, store, whole=key is None)
         if not found:
             return None
         rows = unit.rows if keep is None else unit.total_rows
-        cols = self._prepare(unit, table, self._fixed + self._others, where, strings, rows)
+        cols = self._prepare(unit, table, self._fixed + self._others, where, strings, rows,
+                             key=key if keep is None else None)
         packed = pack_rows({name: cols.pop(name) for name in self._fixed}, self.packed_dtype)
         if len(packed) != rows:  # no fixed-size column: rows of no bytes
             packed = np.zeros(rows, self.row_item)
@@ -134,9 +139,10 @@ class RowGroups:
         return Loaded(packed, cols)
 
     def _prepare(self, unit: Unit, table: Any, names: list[str], where: str, strings: str,
-                 rows: int | None = None) -> dict[str, Any]:
+                 rows: int | None = None, key: str | None = None) -> dict[str, Any]:
         """Columns ``names`` of a loaded row group (``rows`` of them: default its kept rows),
-        converted for reads (see :func:`prepare`)."""
+        converted for reads (see :func:`prepare`); ``key``: its decoded cache entry's, whose
+        ``str``/``bytes`` objects are kept between passes (:attr:`kept_objects`)."""
         ref = self.plan.files[unit.file].ref
         cols = {}
         for name in names:
@@ -147,6 +153,8 @@ class RowGroups:
                                       self.null_policy, where, self.plan.partition_fields[at][1])
             else:
                 cols[name] = prepare(spec, table.column(name), self.null_policy, where)
+            if key is not None and self.kept_objects is not None and isinstance(cols[name], Text):
+                cols[name].keep_in(self.kept_objects, key, name)
             if strings == "objects" and isinstance(cols[name], Text):
                 cols[name].objects()  # here, in the read-ahead thread, not in the reader's
         return cols

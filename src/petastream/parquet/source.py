@@ -47,6 +47,7 @@ from petastream.parquet.convert import NULL_POLICIES, empty, take
 from petastream.parquet.discover import discover
 from petastream.parquet.fetch import Placement
 from petastream.parquet.filters import to_expression
+from petastream.parquet.kept_objects import KeptObjects
 from petastream.parquet.load import RowGroups
 from petastream.parquet.plan import Columns, Plan, check_unchanged, make_plan
 from petastream.storage.announce import Announcements
@@ -203,6 +204,10 @@ class ParquetSource(CachePeers, Fingerprinted, StringReads, ParquetPlanned):  # 
         largest = max((u.decoded for u in plan.units), default=0)
         self.memory_limit = (parse_size(limit, what="memory_limit") if limit is not None
                              else max(_MIN_MEMORY, 4 * largest))
+        if any(k is not None for k in self.row_groups.decoded_keys):
+            # Within the loaded row groups' own budget: what a source of local files read in
+            # place keeps loaded between passes, objects included.
+            self.row_groups.kept_objects = KeptObjects(self.memory_limit // 2)
         #: The row groups in memory and the node's cache: read-ahead, what is loaded, cache peers.
         self.store = ShardStore(self.row_groups, cache=cache, cache_limit=self.cache_limit,
                                 num_shards=self.num_shards, units=plan.shard_unit,
