@@ -125,8 +125,15 @@ class Reader:
         self.worker_loaders: list[Any] = []
         self._on_join: list[Callable[[], None]] = []  # then these (a TF context keeps its graph)
 
-    def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
+    def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0,
+                      own_arrays: bool = False) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
+
+        ``own_arrays``: for a loader that serves variable-length arrays as Petastorm does
+        itself and casts columns given ``dtypes`` (:class:`petastream.tf.TFLoader` with
+        ``ragged="uniform"``): without a ``TransformSpec``, no transform runs on Parquet
+        batches (a transform is Python per batch, and keeps a TensorFlow loader from handing
+        batches over in groups); the casts come as ``dtypes``.
 
         The order is Petastorm's where Petastorm's is observable:
 
@@ -169,12 +176,15 @@ class Reader:
         elif capacity > 0:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, whole_shards
-        return dict(
+        kwargs: dict[str, Any] = dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window, block_size=block_size,
             transform=self._transform(), on_error=self.on_error,
         )
+        if own_arrays and self.transform_spec is None:
+            kwargs.update(transform=None, dtypes={} if isinstance(self.dataset, MDSDataset) else dict(self.casts))
+        return kwargs
 
     def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """What the loader's workers run on each batch (picklable): on Parquet, list columns
