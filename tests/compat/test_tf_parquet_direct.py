@@ -55,7 +55,9 @@ def test_list_column_comes_dense_in_order_with_a_short_last_batch(tmp_path, work
     conv = _converter(tmp_path, _fixed())
     with conv.make_tf_dataset(batch_size=64, num_epochs=1, shuffle_row_groups=False,
                               workers_count=workers_count) as ds:
-        assert ds.element_spec.features == tf.TensorSpec((None, None), tf.float32)
+        # the first batch's arrays' length, as Petastorm's transform path (and the materialized
+        # path's fixed-size encoding) types them: Keras layers want a known last dimension
+        assert ds.element_spec.features == tf.TensorSpec((None, 4), tf.float32)
         batches = [{k: v.numpy() for k, v in b._asdict().items()} for b in ds]
     assert [len(b["id"]) for b in batches] == [64] * 15 + [40]
     ids = np.concatenate([b["id"] for b in batches])
@@ -93,14 +95,19 @@ def _varying(n: int = 64) -> pa.Table:
     return pa.table({"id": ids, "v": pa.array([[float(i)] * (i // 4 % 3 + 1) for i in ids], pa.list_(pa.float64()))})
 
 
-@pytest.mark.parametrize("batch_size", [1, 4])
-def test_batches_of_one_length_each_but_not_all_the_same(tmp_path, batch_size):
+def test_arrays_whose_length_changes_past_the_first_batch(tmp_path):
+    """The first batch's length is the declared one (as before batches went over in groups);
+    a later batch of one other length raises, naming it (a varying first batch declares none)."""
     conv = _converter(tmp_path, _varying())
-    batches = _epochs(conv, batch_size=batch_size, num_epochs=1, shuffle_row_groups=False)
-    assert np.concatenate([b["id"] for b in batches]).tolist() == list(range(64))
-    for b in batches:
-        assert b["v"].shape == (batch_size, b["id"][0] // 4 % 3 + 1)
-        np.testing.assert_array_equal(b["v"], np.repeat(b["id"][:, None], b["v"].shape[1], 1).astype(np.float64))
+    seen = []
+    with conv.make_tf_dataset(batch_size=4, num_epochs=1, shuffle_row_groups=False) as ds:
+        assert ds.element_spec.v == tf.TensorSpec((None, 1), tf.float64)
+        with pytest.raises(tf.errors.OpError, match="column 'v' are expected to be 1 .*got arrays of length 2"):
+            for b in ds:
+                seen.append(b.v.numpy())
+    assert [s.shape for s in seen] == [(4, 1)]
+    with conv.make_tf_dataset(batch_size=8, num_epochs=1, shuffle_row_groups=False) as ds:
+        assert ds.element_spec.v == tf.TensorSpec((None, None), tf.float64)
 
 
 def test_a_batch_of_unequal_lengths_raises_petastorms_error_after_the_batches_before_it(tmp_path):
@@ -129,6 +136,17 @@ def test_uniform_columns_go_over_in_groups_and_are_cut_where_lengths_differ(tmp_
     loader = TFLoader(ParquetSource([fixed]), 64, ragged="uniform", worker_type=worker_type)
     got = [b["features"].numpy() for b in loader.as_dataset()]
     assert [g.shape for g in got] == [(64, 4)] * 15 + [(40, 4)]
+
+
+def test_widths_argument(tmp_path):
+    path = str(tmp_path / "v.parquet")
+    pq.write_table(_varying(), path)
+    loader = TFLoader(ParquetSource([path]), 4, ragged="uniform", widths={"v": 1}, worker_type="thread")
+    assert loader.element_spec["v"] == tf.TensorSpec((None, 1), tf.float64)
+    with pytest.raises(tf.errors.OpError, match="expected to be 1 .*got arrays of length 2"):
+        list(loader.as_dataset())
+    with pytest.raises(InvalidArgumentError, match=r"widths\['id'\]=3: give an int >= 0 for a variable-length"):
+        TFLoader(ParquetSource([path]), 4, ragged="uniform", widths={"id": 3})
 
 
 def test_dtypes_argument(tmp_path):

@@ -182,9 +182,30 @@ class Reader:
             world_size=self.world_size, window=window, block_size=block_size,
             transform=self._transform(), on_error=self.on_error,
         )
-        if own_arrays and self.transform_spec is None:
-            kwargs.update(transform=None, dtypes={} if isinstance(self.dataset, MDSDataset) else dict(self.casts))
+        if own_arrays and self.transform_spec is None and not isinstance(self.dataset, MDSDataset):
+            kwargs.update(transform=None, dtypes=dict(self.casts), widths=self._first_widths(batch_size))
         return kwargs
+
+    def _first_widths(self, rows: int) -> dict[str, int]:
+        """``{column: k}`` for the variable-length array columns whose first ``rows`` rows all
+        hold ``k`` values: declared ``(batch, k)`` to TensorFlow, as Petastorm's transform path
+        (and this one before batches went over in groups) typed them from its first batch."""
+        from petastream.columns.ragged import Ragged
+
+        wanted = set(self.columns) if self.columns is not None else None
+        names = [n for n, enc in self.dataset.columns.items()
+                 if enc.startswith("ndarray:") and enc.count(":") == 1 and (wanted is None or n in wanted)]
+        k = min(len(self.dataset), rows)
+        if not names or k == 0:
+            return {}
+        probe = self.dataset.read(np.arange(k), names)
+        widths = {}
+        for n in names:
+            col = probe[n]
+            lengths = col.lengths() if isinstance(col, Ragged) else None
+            if lengths is not None and (lengths == lengths[0]).all():
+                widths[n] = int(lengths[0])
+        return widths
 
     def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """What the loader's workers run on each batch (picklable): on Parquet, list columns

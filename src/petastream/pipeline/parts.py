@@ -75,18 +75,26 @@ class ColumnParts:
         lengths = np.diff(splits)
         n = len(lengths)
         if not n or (lengths == lengths[0]).all():
-            return values.reshape(n, int(lengths[0]) if n else 0), np.zeros(0, np.int64)
+            return values.reshape(n, self.check_uniform(lengths[:1])), np.zeros(0, np.int64)
         padded = np.zeros((n, int(lengths.max())), values.dtype)
         padded[np.arange(padded.shape[1]) < lengths[:, None]] = values
         return padded, lengths
 
     def check_uniform(self, lengths: np.ndarray) -> int:
-        """The one length of a batch's arrays (``lengths``: each row's), or Petastorm's error."""
+        """The one length of a batch's arrays (``lengths``: each row's), or Petastorm's error;
+        where the plan declares a width (``shape == (k,)``), that one."""
         if len(lengths) and (lengths != lengths[0]).any():
             raise NonUniformArrayError(
                 f"Length of all values in column '{self.name}' are expected to be the same length. "
                 f"Got the following set of lengths: '{', '.join(map(str, sorted(set(lengths.tolist()))))}'")
-        return int(lengths[0]) if len(lengths) else 0
+        width = int(lengths[0]) if len(lengths) else 0
+        declared = self.shape[0] if self.shape else None
+        if len(lengths) and declared is not None and width != declared:
+            raise NonUniformArrayError(
+                f"Length of all values in column '{self.name}' are expected to be {declared} (the length "
+                f"declared for it, from its first rows), got arrays of length {width}; declare no width "
+                "to read arrays of several lengths")
+        return width
 
     def _dense(self, col: Any) -> np.ndarray:
         if isinstance(col, Ragged) or (isinstance(col, np.ndarray) and col.dtype == object and len(col)

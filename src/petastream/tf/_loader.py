@@ -79,6 +79,9 @@ class TFLoader(BatchLoader):
       come cast to it, in the conversion the decode workers run anyway (no ``transform``,
       so batches still go over in groups); a cast numpy would not call ``same_kind`` (float
       to int) raises. Not with ``transform`` or ``output_signature``, which declare types.
+    * ``widths``: ``{column: k}``: variable-length array columns read dense (``ragged="uniform"``)
+      declared ``(batch, k)`` instead of ``(batch, None)`` (Keras layers want a known last
+      dimension); a batch of another length raises. Same restrictions as ``dtypes``.
     * ``element``: the structure of each element around its columns: None, the dict; or a
       callable taking the columns as keywords (compat: Petastorm's namedtuple), built once
       per hand-over, not by a ``.map`` per batch.
@@ -110,7 +113,8 @@ class TFLoader(BatchLoader):
                  batches_per_call: int = 16, worker_type: str = "auto",
                  element: Callable[..., Any] | None = None, on_error: OnError = "raise",
                  log_every: float | None = None, log_summary: bool = False,
-                 strings: str | Mapping[str, str] = "objects", dtypes: Mapping[str, Any] | None = None):
+                 strings: str | Mapping[str, str] = "objects", dtypes: Mapping[str, Any] | None = None,
+                 widths: Mapping[str, int] | None = None):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be one of {_WORKER_TYPES}, got {worker_type!r}")
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
@@ -128,7 +132,8 @@ class TFLoader(BatchLoader):
         jagged = jagged_columns(strings, source.columns, names, getattr(source, "null_policy", None))
         plans = plan_columns(source, names, ragged=ragged, logical_types=logical_types,
                              probe_rows=_batch_size(batch_size), transform=transform,
-                             output_signature=output_signature, jagged=jagged, dtypes=dtypes)
+                             output_signature=output_signature, jagged=jagged, dtypes=dtypes,
+                             widths=widths)
         processes = worker_type == "process" or (worker_type == "auto" and _processes_fit(transform, num_workers)
                                                  and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
