@@ -6,7 +6,8 @@ the other in one process: the floor (numpy permutation + gather + ``tf.convert_t
 num_epochs=1)`` with its default for one worker, 1 and 2 threads, 1 and 2 worker processes (each
 one dataset built before the rounds and iterated once per round, as Keras does per epoch), and
 compat ``converter.make_tf_dataset(batch_size=1024, num_epochs=1)`` with a context per epoch
-(the converter built over the MDS dataset, without Spark, as a materialized one is). After a
+(the converter built over the MDS dataset, without Spark, as a materialized one is; and over
+the Parquet files read in place, as ``make_spark_converter(spark.read.parquet(...))`` reads them). After a
 warm-up epoch of every row, ``--rounds`` rounds; each row reports the median of its rounds'
 ratios to the same round's floor, with their min-max, so that a slow stretch of the machine
 weighs on the floor and the rows alike. Wall and CPU seconds per million rows beside it (CPU:
@@ -101,7 +102,30 @@ def compat_epoch(url: str, rows: int) -> Epoch:
     return epoch
 
 
-def rows_of(url: str, rows: int, data: dict[str, Any], which: list[str]) -> dict[str, Epoch]:
+def compat_parquet_epoch(parquet: str, rows: int, columns: list[str]) -> Epoch:
+    """The same over the workload's Parquet files read in place: the converter
+    ``make_spark_converter(spark.read.parquet(...))`` makes (its ``DirectRead``, built here
+    without Spark, as :mod:`benchmarks.compat_epoch` does). Run after the MDS row, it pays what
+    a script alternating two datasets pays: the worker processes reopen the Parquet source,
+    whose decoded row groups live in each worker's memory (local files: no shared decoded
+    cache), and decode every row group again (a context per epoch of one dataset does not)."""
+    from pathlib import Path
+
+    from petastream.compat._direct import DirectRead
+    from petastream.compat.spark_dataset_converter import SparkDatasetConverter
+
+    files = sorted(str(p) for p in Path(parquet).glob("*.parquet"))
+    converter = SparkDatasetConverter(None, files, rows, direct=DirectRead(
+        "parquet", tuple(files), tuple(sorted(columns)), None, {}, rows))
+
+    def epoch() -> int:
+        with converter.make_tf_dataset(batch_size=BATCH, num_epochs=1) as ds:
+            return sum(int(b.id.shape[0]) for b in ds)
+
+    return epoch
+
+
+def rows_of(url: str, rows: int, data: dict[str, Any], which: list[str], parquet: str | None = None) -> dict[str, Epoch]:
     variants: dict[str, Epoch] = {
         "floor": floor_epoch(data),
         "tf.dataset num_workers=1 (default worker_type)": native_epoch(url, 1, "auto"),
@@ -111,6 +135,8 @@ def rows_of(url: str, rows: int, data: dict[str, Any], which: list[str]) -> dict
         "tf.dataset 2 processes (default)": native_epoch(url, 2, "process"),
         "compat make_tf_dataset (context per epoch)": compat_epoch(url, rows),
     }
+    if parquet is not None:
+        variants["compat make_tf_dataset, Parquet in place"] = compat_parquet_epoch(parquet, rows, list(data))
     return {k: v for k, v in variants.items() if k == "floor" or not which or any(w in k for w in which)}
 
 
@@ -126,8 +152,8 @@ def timed(epoch: Epoch, rows: int, label: str) -> tuple[float, float, float]:
 
 def run_workload(workload: str, rows: int, rounds: int, which: list[str]) -> dict[str, Any]:
     data = make_data(workload, rows)
-    url = prepare(workload, rows, data)["mds"]
-    variants = rows_of(url, rows, data, which)
+    paths = prepare(workload, rows, data)
+    variants = rows_of(paths["mds"], rows, data, which, paths["parquet"])
     for label, epoch in variants.items():  # warm-up: builds, worker start, TensorFlow tracing
         timed(epoch, rows, label)
     walls: dict[str, list[float]] = {k: [] for k in variants}

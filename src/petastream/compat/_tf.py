@@ -6,6 +6,9 @@ dense, and a batch whose arrays differ in length raises Petastorm's ``RuntimeErr
 (``ragged="uniform"``); ``prefetch=None`` is ``AUTOTUNE``; the dataset is a ``tf.compat.v1``
 one (graph code calls ``make_one_shot_iterator()``); after the context exits, reading raises
 Petastorm's stopped-reader error. A context per epoch reuses the last one's graph (``GraphCache``).
+Over Parquet read in place, without a ``TransformSpec`` no transform runs per batch (the
+loader densifies arrays and casts ``dtype`` itself: ``own_arrays``), so batches reach
+TensorFlow in groups, as over an MDS dataset.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def make_tf_dataset(reader: Any, *, batch_size: int, prefetch: Any, shuffling_qu
         return MappedRun(run, lambda batch: batch if not reader.stopped else _raise(stopped_error()))
     worker_type = _worker_type(reader)
     loader = TFLoader(reader.dataset, ragged="uniform", worker_type=worker_type, element=reader.Row,
-                      **reader.loader_kwargs(batch_size, _queue_rows(shuffling_queue_capacity)))
+                      **reader.loader_kwargs(batch_size, _queue_rows(shuffling_queue_capacity), own_arrays=True))
     loader.stages.append(unless_stopped)
     if loader.worker_type == "process":
         reader.worker_loaders.append(loader)  # the context's exit (reader.join) releases them

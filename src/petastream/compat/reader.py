@@ -125,8 +125,15 @@ class Reader:
         self.worker_loaders: list[Any] = []
         self._on_join: list[Callable[[], None]] = []  # then these (a TF context keeps its graph)
 
-    def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0) -> dict[str, Any]:
+    def loader_kwargs(self, batch_size: int, shuffling_queue_capacity: int = 0,
+                      own_arrays: bool = False) -> dict[str, Any]:
         """Keyword arguments for a :class:`~petastream.pipeline.BatchLoader` reading this plan.
+
+        ``own_arrays``: for a loader that serves variable-length arrays as Petastorm does
+        itself and casts columns given ``dtypes`` (:class:`petastream.tf.TFLoader` with
+        ``ragged="uniform"``): without a ``TransformSpec``, no transform runs on Parquet
+        batches (a transform is Python per batch, and keeps a TensorFlow loader from handing
+        batches over in groups); the casts come as ``dtypes``.
 
         The order is Petastorm's where Petastorm's is observable:
 
@@ -169,12 +176,36 @@ class Reader:
         elif capacity > 0:
             largest = int(max(self.dataset.shard_sizes, default=0))
             shuffle, window, block_size = True, largest + capacity, whole_shards
-        return dict(
+        kwargs: dict[str, Any] = dict(
             batch_size=batch_size, shuffle=shuffle, seed=self.seed, num_epochs=self.num_epochs,
             columns=self.columns, num_workers=self.workers, rank=self.rank,
             world_size=self.world_size, window=window, block_size=block_size,
             transform=self._transform(), on_error=self.on_error,
         )
+        if own_arrays and self.transform_spec is None and not isinstance(self.dataset, MDSDataset):
+            kwargs.update(transform=None, dtypes=dict(self.casts), widths=self._first_widths(batch_size))
+        return kwargs
+
+    def _first_widths(self, rows: int) -> dict[str, int]:
+        """``{column: k}`` for the variable-length array columns whose first ``rows`` rows all
+        hold ``k`` values: declared ``(batch, k)`` to TensorFlow, as Petastorm's transform path
+        (and this one before batches went over in groups) typed them from its first batch."""
+        from petastream.columns.ragged import Ragged
+
+        wanted = set(self.columns) if self.columns is not None else None
+        names = [n for n, enc in self.dataset.columns.items()
+                 if enc.startswith("ndarray:") and enc.count(":") == 1 and (wanted is None or n in wanted)]
+        k = min(len(self.dataset), rows)
+        if not names or k == 0:
+            return {}
+        probe = self.dataset.read(np.arange(k), names)
+        widths = {}
+        for n in names:
+            col = probe[n]
+            lengths = col.lengths() if isinstance(col, Ragged) else None
+            if lengths is not None and (lengths == lengths[0]).all():
+                widths[n] = int(lengths[0])
+        return widths
 
     def _transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """What the loader's workers run on each batch (picklable): on Parquet, list columns

@@ -61,6 +61,41 @@ class ColumnParts:
             return (self._uniform(values, splits),)
         return (self._dense(col),)
 
+    def to_group_parts(self, col: Any) -> tuple[np.ndarray, ...]:
+        """The rows of several batches handed over at once (a group): as :meth:`to_parts`, but
+        a uniform column comes as two parts, its rows dense and their lengths. Where every row
+        of the group has one length (fixed-length lists: Spark arrays of features), the rows
+        are ``values`` reshaped (no copy) and the lengths part is empty; else the rows are
+        padded to the longest and the lengths say where each ends, for the consumer to cut the
+        group into batches and check each (``petastream.tf._graph``): a group may hold batches
+        of different lengths that are each uniform (``batch_size=1``)."""
+        if self.kind != UNIFORM:
+            return self.to_parts(col)
+        values, splits = self._ragged(col)
+        lengths = np.diff(splits)
+        n = len(lengths)
+        if not n or (lengths == lengths[0]).all():
+            return values.reshape(n, self.check_uniform(lengths[:1])), np.zeros(0, np.int64)
+        padded = np.zeros((n, int(lengths.max())), values.dtype)
+        padded[np.arange(padded.shape[1]) < lengths[:, None]] = values
+        return padded, lengths
+
+    def check_uniform(self, lengths: np.ndarray) -> int:
+        """The one length of a batch's arrays (``lengths``: each row's), or Petastorm's error;
+        where the plan declares a width (``shape == (k,)``), that one."""
+        if len(lengths) and (lengths != lengths[0]).any():
+            raise NonUniformArrayError(
+                f"Length of all values in column '{self.name}' are expected to be the same length. "
+                f"Got the following set of lengths: '{', '.join(map(str, sorted(set(lengths.tolist()))))}'")
+        width = int(lengths[0]) if len(lengths) else 0
+        declared = self.shape[0] if self.shape else None
+        if len(lengths) and declared is not None and width != declared:
+            raise NonUniformArrayError(
+                f"Length of all values in column '{self.name}' are expected to be {declared} (the length "
+                f"declared for it, from its first rows), got arrays of length {width}; declare no width "
+                "to read arrays of several lengths")
+        return width
+
     def _dense(self, col: Any) -> np.ndarray:
         if isinstance(col, Ragged) or (isinstance(col, np.ndarray) and col.dtype == object and len(col)
                                        and isinstance(col[0], np.ndarray)):
@@ -134,13 +169,7 @@ class ColumnParts:
         return np.ascontiguousarray(values, dtype=self.dtype), splits
 
     def _uniform(self, values: np.ndarray, splits: np.ndarray) -> np.ndarray:
-        n = len(splits) - 1
-        lengths = np.diff(splits)
-        if n and (lengths != lengths[0]).any():
-            raise NonUniformArrayError(
-                f"Length of all values in column '{self.name}' are expected to be the same length. "
-                f"Got the following set of lengths: '{', '.join(map(str, sorted(set(lengths.tolist()))))}'")
-        return values.reshape(n, int(lengths[0]) if n else 0)
+        return values.reshape(len(splits) - 1, self.check_uniform(np.diff(splits)))
 
     def _describe(self) -> str:
         if self.kind == RAGGED:
@@ -165,6 +194,8 @@ class FlatParts:
     ``convert`` the decode workers run (picklable, TensorFlow-free)."""
 
     columns: tuple[ColumnParts, ...]
+    #: Whether hand-overs are groups of batches (:meth:`ColumnParts.to_group_parts`).
+    grouped: bool = False
 
     def __call__(self, batch: dict[str, Any]) -> tuple[np.ndarray, ...]:
         missing = [p.name for p in self.columns if p.name not in batch]
@@ -172,4 +203,6 @@ class FlatParts:
             raise InvalidArgumentError(
                 f"batch lacks columns {missing} (it has {sorted(batch)}); a transform must return "
                 "the same columns for every batch, or fix output_signature")
+        if self.grouped:
+            return tuple(part for p in self.columns for part in p.to_group_parts(batch[p.name]))
         return tuple(part for p in self.columns for part in p.to_parts(batch[p.name]))

@@ -166,18 +166,58 @@ def plan_from_spec(name: str, spec: Any) -> ColumnPlan:
 def plan_columns(source: Any, names: Sequence[str], *, ragged: str, logical_types: bool, probe_rows: int,
                  transform: Callable[[dict[str, Any]], Any] | None = None,
                  output_signature: Mapping[str, Any] | None = None,
-                 jagged: Mapping[str, str] | None = None) -> list[ColumnPlan]:
+                 jagged: Mapping[str, str] | None = None,
+                 dtypes: Mapping[str, Any] | None = None,
+                 widths: Mapping[str, int] | None = None) -> list[ColumnPlan]:
     """The plans of a loader's columns ``names`` of ``source`` (a :class:`petastream.source.Source`):
     from ``output_signature`` where given; else, with a ``transform``, from its output on the
     first ``probe_rows`` rows (its output types are only known from its output); else from the
     column encodings and logical dtypes, probing the rows of the columns whose encoding does not
     say (``ndarray`` without a dtype). ``jagged``: the str/bytes columns (of ``names``, or of
-    the transform's output) that come as uint8 ``RaggedTensor`` s of their bytes."""
+    the transform's output) that come as uint8 ``RaggedTensor`` s of their bytes. ``dtypes``:
+    numeric columns cast to these dtypes (by :meth:`ColumnParts.to_parts`, which casts to the
+    plan's dtype). ``widths``: uniform columns declared ``(batch, k)``."""
     plans = _plans(source, names, ragged=ragged, logical_types=logical_types, probe_rows=probe_rows,
                    transform=transform, output_signature=output_signature)
+    declared = transform is not None or output_signature is not None
+    if dtypes:
+        plans = _cast(plans, dtypes, declared)
+    if widths:
+        plans = _widen(plans, widths, declared)
     if not jagged or output_signature is not None:  # (a signature declares its own types)
         return plans
     return [ColumnPlan(p.name, RAGGED, np.dtype(np.uint8)) if p.name in jagged else p for p in plans]
+
+
+def _cast(plans: list[ColumnPlan], dtypes: Mapping[str, Any], declared: bool) -> list[ColumnPlan]:
+    if declared:
+        raise InvalidArgumentError("dtypes= casts columns as read; with a transform or output_signature, "
+                                   "cast in the transform or declare the types in output_signature instead")
+    by_name = {p.name: p for p in plans}
+    out = {}
+    for name, dtype in dtypes.items():
+        plan = by_name.get(name)
+        want = np.dtype(dtype)
+        if plan is None or plan.kind == STRING or plan.dtype is None:
+            raise InvalidArgumentError(f"dtypes[{name!r}]: only numeric columns read can be cast "
+                                       f"(numeric columns: {sorted(p.name for p in plans if p.kind != STRING)})")
+        if want.kind not in _NUMERIC_KINDS or not np.can_cast(plan.dtype, want, "same_kind"):
+            raise InvalidArgumentError(f"dtypes[{name!r}]={want.name!r}: column {name!r} is {plan.dtype}, which "
+                                       "does not cast to it within its kind; cast it in transform instead")
+        out[name] = dataclasses.replace(plan, dtype=want)
+    return [out.get(p.name, p) for p in plans]
+
+
+def _widen(plans: list[ColumnPlan], widths: Mapping[str, int], declared: bool) -> list[ColumnPlan]:
+    if declared:
+        raise InvalidArgumentError("widths= declares columns as read; with a transform or output_signature, "
+                                   "declare the shapes in output_signature instead")
+    uniform = {p.name for p in plans if p.kind == UNIFORM}
+    for name, k in widths.items():
+        if name not in uniform or isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise InvalidArgumentError(f"widths[{name!r}]={k!r}: give an int >= 0 for a variable-length array "
+                                       f"column read with ragged='uniform' (those: {sorted(uniform)})")
+    return [dataclasses.replace(p, shape=(int(widths[p.name]),)) if p.name in widths else p for p in plans]
 
 
 def jagged_read(work: Any) -> Any:

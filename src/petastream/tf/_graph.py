@@ -21,13 +21,13 @@ import numpy as np
 import tensorflow as tf
 
 from petastream.errors import InvalidArgumentError, InvalidArgumentTypeError
-from petastream.pipeline.parts import STRING
+from petastream.pipeline.parts import STRING, UNIFORM, ColumnParts
 from petastream.pipeline.procpool.arena import Strings, pack_strings
 from petastream.pipeline.work import BatchGroup
 from petastream.tf._loader import TFLoader
 from petastream.tf._source import batch_source
 
-__all__ = ["GraphCache", "as_dataset", "begin", "build", "graph_key"]
+__all__ = ["GraphCache", "as_dataset", "begin", "build", "graph_key", "uniform_cut"]
 
 Start = Callable[[], Iterator[tuple[Any, ...]]]
 
@@ -70,11 +70,70 @@ def _iteration(loader: TFLoader, declared: int | None) -> Iterator[tuple[Any, ..
             f"now stands mid-epoch (after load_state_dict) and the next iteration has "
             f"{loader.driver.next_iteration_len()}; call loader.as_dataset() again after "
             "load_state_dict")
-    items = iter(loader.driver)
+    items: Iterator[Any] = iter(loader.driver)
+    cuts = _uniform_columns(loader)
+    if cuts:
+        items = uniform_cut(items, cuts)
     if not loader.packed:
         return items
     flat = [(p.name, p.kind == STRING) for p in loader.plans for _ in p.part_specs(None)]
     return _unpacking(items, [name if string else None for name, string in flat])
+
+
+def _uniform_columns(loader: TFLoader) -> list[tuple[int, ColumnParts]]:
+    """Where a grouped loader's uniform columns' rows are among the parts its workers hand over
+    (each followed by their lengths: :meth:`ColumnParts.to_group_parts`)."""
+    if loader.group <= 1:
+        return []
+    cuts: list[tuple[int, ColumnParts]] = []
+    i = 0
+    for p in loader.plans:
+        if p.kind == UNIFORM:
+            cuts.append((i, p))
+            i += 1  # the lengths part
+        i += len(p.part_specs(None))
+    return cuts
+
+
+def uniform_cut(items: Iterator[Any], cuts: list[tuple[int, ColumnParts]]) -> Iterator[Any]:
+    """Hand-overs as TensorFlow takes them from a grouped loader with uniform columns (each
+    ``cuts`` entry: the position of a column's rows among an item's parts, and the column):
+    the lengths parts dropped where they are empty (every row of the item has one length, as
+    fixed-length lists do: no copy, no Python per batch); else the item cut into its batches,
+    each checked to be of one length (Petastorm's error otherwise) and its rows cut to it."""
+    lengths_at = {i + 1 for i, _ in cuts}
+    with contextlib.closing(items):  # type: ignore[type-var]  # closing this closes the driver's iteration
+        for item in items:
+            if all(item[i + 1].size == 0 for i, _ in cuts):
+                kept = tuple(p for j, p in enumerate(item) if j not in lengths_at)
+                yield BatchGroup.of(kept, item.num_batches) if isinstance(item, BatchGroup) else kept
+            else:
+                yield from _batches_of(item, cuts, lengths_at)
+
+
+def _batches_of(item: Any, cuts: list[tuple[int, ColumnParts]], lengths_at: set[int]) -> Iterator[Any]:
+    """An item whose uniform columns' rows differ in length, one batch at a time."""
+    grouped = isinstance(item, BatchGroup)
+    widths = {i: p for i, p in cuts}
+    for b in range(item.num_batches if grouped else 1):
+        parts = []
+        for j, p in enumerate(item):
+            if j in lengths_at:
+                continue
+            rows = _batch(p, b) if grouped else p
+            if j in widths:
+                lengths = _batch(item[j + 1], b) if grouped else item[j + 1]
+                lengths = lengths.reshape(-1) if lengths.size else np.full(rows.shape[-2], rows.shape[-1])
+                rows = np.ascontiguousarray(rows[..., :widths[j].check_uniform(lengths)])
+            parts.append(rows)
+        yield BatchGroup.of(tuple(parts), 1) if grouped else tuple(parts)
+
+
+def _batch(part: Any, b: int) -> Any:
+    """Batch ``b`` of a group's part (shaped ``[batches, rows, ...]``), as a group of one."""
+    if isinstance(part, Strings):
+        return Strings(part.data, part.starts[b:b + 1], part.lengths[b:b + 1])
+    return part[b:b + 1]
 
 
 def _unpacking(items: Iterator[tuple[Any, ...]], strings: list[str | None]) -> Iterator[tuple[Any, ...]]:

@@ -19,7 +19,7 @@ from petastream.pipeline import BatchLoader, PassWork
 from petastream.pipeline.executor import Executor
 from petastream.pipeline.loader import checked_columns, checked_workers
 from petastream.pipeline.onerror import ErrorPolicy, OnError
-from petastream.pipeline.parts import RAGGED, STRING, ColumnParts, FlatParts
+from petastream.pipeline.parts import RAGGED, STRING, UNIFORM, ColumnParts, FlatParts
 from petastream.pipeline.procpool import AutoExecutor, ProcessExecutor, processes_fit
 from petastream.pipeline.threads import ThreadExecutor
 from petastream.source import Source
@@ -75,6 +75,13 @@ class TFLoader(BatchLoader):
       (no ``transform``, POSIX; one worker too, see :func:`_processes_fit`), once they are ready: a pass that would
       wait for them to start runs in threads while they start
       (:class:`~petastream.pipeline.procpool.AutoExecutor`); should they not start, threads.
+    * ``dtypes``: ``{column: numpy dtype}``: these numeric columns (or their arrays' values)
+      come cast to it, in the conversion the decode workers run anyway (no ``transform``,
+      so batches still go over in groups); a cast numpy would not call ``same_kind`` (float
+      to int) raises. Not with ``transform`` or ``output_signature``, which declare types.
+    * ``widths``: ``{column: k}``: variable-length array columns read dense (``ragged="uniform"``)
+      declared ``(batch, k)`` instead of ``(batch, None)`` (Keras layers want a known last
+      dimension); a batch of another length raises. Same restrictions as ``dtypes``.
     * ``element``: the structure of each element around its columns: None, the dict; or a
       callable taking the columns as keywords (compat: Petastorm's namedtuple), built once
       per hand-over, not by a ``.map`` per batch.
@@ -106,7 +113,8 @@ class TFLoader(BatchLoader):
                  batches_per_call: int = 16, worker_type: str = "auto",
                  element: Callable[..., Any] | None = None, on_error: OnError = "raise",
                  log_every: float | None = None, log_summary: bool = False,
-                 strings: str | Mapping[str, str] = "objects"):
+                 strings: str | Mapping[str, str] = "objects", dtypes: Mapping[str, Any] | None = None,
+                 widths: Mapping[str, int] | None = None):
         if worker_type not in _WORKER_TYPES:
             raise InvalidArgumentError(f"worker_type must be one of {_WORKER_TYPES}, got {worker_type!r}")
         if isinstance(batches_per_call, bool) or not isinstance(batches_per_call, int) or batches_per_call < 1:
@@ -124,7 +132,8 @@ class TFLoader(BatchLoader):
         jagged = jagged_columns(strings, source.columns, names, getattr(source, "null_policy", None))
         plans = plan_columns(source, names, ragged=ragged, logical_types=logical_types,
                              probe_rows=_batch_size(batch_size), transform=transform,
-                             output_signature=output_signature, jagged=jagged)
+                             output_signature=output_signature, jagged=jagged, dtypes=dtypes,
+                             widths=widths)
         processes = worker_type == "process" or (worker_type == "auto" and _processes_fit(transform, num_workers)
                                                  and not callable(on_error))  # (your code: as a transform)
         # Whether string columns come packed: from processes their values cross into shared
@@ -134,16 +143,14 @@ class TFLoader(BatchLoader):
         packed = processes and any(p.kind == STRING for p in plans)
         # A loader that may skip samples makes short batches, and hands them over one by one.
         skips = ErrorPolicy(on_error).may_skip
-        batch_dim = batch_size if (drop_last or world_size > 1) and not skips else None
-        parts = tuple(s for p in plans for s in p.part_specs(batch_dim, packed))
-        group = 1 if skips else _group(source, plans, parts, batch_size, batches_per_call, transform)
+        group = 1 if skips else _group(source, plans, batch_size, batches_per_call, transform)
         super().__init__(
             source, batch_size, shuffle=shuffle, seed=seed, num_epochs=num_epochs, drop_last=drop_last,
             columns=columns, num_workers=num_workers, prefetch=prefetch, rank=rank, world_size=world_size,
             block_size=block_size, window=window, transform=transform, logical_types=logical_types,
             readahead=readahead,
             # TensorFlow-free, so that worker processes convert without importing TensorFlow
-            convert=FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in plans)),
+            convert=FlatParts(tuple(ColumnParts(p.name, p.kind, p.dtype, p.shape) for p in plans), group > 1),
             executor=_executor(worker_type, processes, num_workers, prefetch, packed),
             work_stages=([functools.partial(_grouped, group)] if group > 1 else [])
             + ([jagged_read] if jagged and transform is None and not any(p.kind == STRING for p in plans) else []),
@@ -218,11 +225,15 @@ def _executor(worker_type: str, processes: bool, num_workers: int, prefetch: int
     return pool if worker_type == "process" else AutoExecutor(pool, threads)
 
 
-def _group(source: Source, plans: list[ColumnPlan], parts: tuple[tf.TensorSpec, ...], batch_size: int,
+def _group(source: Source, plans: list[ColumnPlan], batch_size: int,
            batches_per_call: int, transform: Any) -> int:
-    """Batches per hand-over: ``batches_per_call`` where every column has a fixed row shape and
-    no transform runs (a transform is called per batch), at most about ``_GROUP_BYTES``; else 1."""
-    if transform is not None or any(p.kind == RAGGED for p in plans) or not groupable(parts) or not groups_supported():
+    """Batches per hand-over: ``batches_per_call`` where every column has a fixed row shape or
+    is ``uniform`` (cut into batches of one length each as they reach TensorFlow:
+    :func:`petastream.tf._graph.uniform_cut`) and no transform runs (a transform is called per
+    batch), at most about ``_GROUP_BYTES``; else 1."""
+    fixed = tuple(s for p in plans if p.kind != UNIFORM for s in p.part_specs(None))
+    if transform is not None or any(p.kind == RAGGED for p in plans) or not groupable(fixed) \
+            or not groups_supported():
         return 1
     n = len(source)
     batch_bytes = batch_size * (source.stored_bytes // n if n else 0)
