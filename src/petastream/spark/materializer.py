@@ -44,6 +44,7 @@ from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._attempt import write_attempt
 from petastream.spark._errors import MaterializationError
+from petastream.spark._file_scan import ScanFallback, plan_scan
 from petastream.spark._outcome import Retry
 from petastream.spark.schema import (
     check_dtype,
@@ -326,13 +327,19 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, min_savin
                  {p.name: p.encoding for p in plans if p.kind.startswith("list")})
     if nulls and any(nulls.values()):
         raise null_error(nulls)
+    scan, why = plan_scan(df, plans, null_policy=null_policy)
+    log.info("%s: %s", "reading the DataFrame's files in the tasks" if scan else
+             "converting the rows in Spark", why)
     job_start = time.perf_counter()
-    for _ in range(len(plans) + 1):
+    for _ in range(len(plans) + 2):
         try:
             rows, shards, url, won = write_attempt(prepared, plans, parent, key, (compression, min_saving),
                                               hashes, size_limit, null_policy, storage_options,
-                                              progress_interval, keep)
+                                              progress_interval, keep, scan=scan)
             break
+        except ScanFallback as fallback:
+            log.info("%s; writing through Spark instead", fallback)
+            scan = None
         except Retry as retry:
             if retry.infer:
                 log.info("%s; deciding its array length with an aggregate job and writing again",
