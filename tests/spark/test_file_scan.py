@@ -78,11 +78,19 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _both_ways(spark, df, parent: str, caplog, **kwargs) -> tuple:
+MODES = ["classic", "classic-tasks", "connect"]  # local classic: the driver's threads by default
+
+
+def _both_ways(spark, df, parent: str, caplog, mode: str, **kwargs) -> tuple:
     with caplog.at_level(logging.INFO, logger="petastream.spark"):
         caplog.clear()
-        fast = materialize(df, parent + "/fast", reuse=False, keep_at_exit=True, **kwargs)
-        took = FAST in caplog.text
+        if mode.endswith("tasks"):
+            spark.conf.set(CONF, "tasks")
+        try:
+            fast = materialize(df, parent + "/fast", reuse=False, keep_at_exit=True, **kwargs)
+        finally:
+            spark.conf.unset(CONF)
+        took = FAST in caplog.text and ("thread(s)" in caplog.text) == (mode == "classic")
         spark.conf.set(CONF, "off")
         try:
             slow = materialize(df, parent + "/spark", reuse=False, keep_at_exit=True, **kwargs)
@@ -104,23 +112,23 @@ def _check_same(fast, slow) -> None:
             assert _same(got[i][name], value), (i, name, got[i][name], value)
 
 
-@pytest.mark.parametrize("mode", ["classic", "connect"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_plain_scan_writes_what_the_spark_path_writes(request, files, tmp_path, caplog, mode):
-    spark = _session(request, mode)
+    spark = _session(request, mode.split("-")[0])
     df = spark.read.parquet(files["plain"])
-    fast, slow, took = _both_ways(spark, df, str(tmp_path), caplog)
+    fast, slow, took = _both_ways(spark, df, str(tmp_path), caplog, mode)
     assert took, caplog.text
     assert len(fast) == 1001 and fast.columns["feat"] == "ndarray:float32:4"
     assert fast.columns["var"] == "ndarray:float32" and fast.columns["x"] == "float32"
     _check_same(fast, slow)
 
 
-@pytest.mark.parametrize("mode", ["classic", "connect"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_projection_and_filter_are_honoured(request, files, tmp_path, caplog, mode):
-    spark, F = _session(request, mode), _functions(mode)
+    spark, F = _session(request, mode.split("-")[0]), _functions(mode.split("-")[0])
     df = (spark.read.parquet(files["plain"]).where((F.col("label") < 3) | F.col("flag"))
           .select("payload", "id", "var", "name"))
-    fast, slow, took = _both_ways(spark, df, str(tmp_path), caplog, dtype="float64",
+    fast, slow, took = _both_ways(spark, df, str(tmp_path), caplog, mode, dtype="float64",
                                   compression="zstd:1")
     assert took, caplog.text
     assert sorted(fast.columns) == ["id", "name", "payload", "var"] and fast.columns["var"] == "ndarray:float64"
@@ -128,12 +136,18 @@ def test_a_projection_and_filter_are_honoured(request, files, tmp_path, caplog, 
     _check_same(fast, slow)
 
 
-def test_a_file_read_otherwise_falls_back_to_spark(spark, files, tmp_path, caplog):
+@pytest.mark.parametrize("where", ["threads", "tasks"])
+def test_a_file_read_otherwise_falls_back_to_spark(spark, files, tmp_path, caplog, where):
     df = spark.read.parquet(files["odd"])
     job, why = plan_scan(df, prepare(df, dtype="float32", nested="error")[1], null_policy="error")
-    assert job is not None, why
-    with caplog.at_level(logging.INFO, logger="petastream.spark"):
-        m = materialize(df, str(tmp_path), reuse=False, keep_at_exit=True)
+    assert job is not None and job.threads == 2, why
+    if where == "tasks":
+        spark.conf.set(CONF, "tasks")
+    try:
+        with caplog.at_level(logging.INFO, logger="petastream.spark"):
+            m = materialize(df, str(tmp_path), reuse=False, keep_at_exit=True)
+    finally:
+        spark.conf.unset(CONF)
     assert FALLBACK in caplog.text and SCAN_MARKER in caplog.text
     assert len(m) == 100 and m.columns["id"] == "int64"
     assert sorted(int(r["label"]) for r in _rows(m.url).values()) == sorted(

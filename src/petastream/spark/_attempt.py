@@ -14,7 +14,14 @@ from typing import Any
 from petastream.mds.index import commit_index, dump_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.spark import cache, claims, leases
-from petastream.spark._file_scan import SCAN_MARKER, ScanFallback, ScanJob, ScanTask, source_frame
+from petastream.spark._file_scan import (
+    SCAN_MARKER,
+    ScanFallback,
+    ScanJob,
+    ScanTask,
+    source_frame,
+    write_on_driver,
+)
 from petastream.spark._interpreter import tasks_on_driver_python
 from petastream.spark._outcome import Retry, check_agreement, check_task_errors, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
@@ -50,9 +57,12 @@ def write_attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
         # with dots; the tasks take columns by position anyway.
         source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
     try:
-        with tasks_on_driver_python(source):  # local mode, no PYSPARK_PYTHON: see _interpreter
-            job = source.mapInArrow(task, RESULT_SCHEMA)
-        rows = _run_job(job, key, progress_interval)
+        if scan is not None and scan.threads:
+            rows = write_on_driver(scan, writer)
+        else:
+            with tasks_on_driver_python(source):  # local mode, no PYSPARK_PYTHON: see _interpreter
+                job = source.mapInArrow(task, RESULT_SCHEMA)
+            rows = _run_job(job, key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
         unread = [r["failure"] for r in rows if SCAN_MARKER in r["failure"]]
         if unread:

@@ -9,6 +9,10 @@ its publication, is :mod:`petastream.spark._attempt`'s: this module decides what
 reuses and retries). Only the DataFrame API is used (``mapInArrow``, ``agg``, ``inputFiles``,
 ``sameSemantics``), so Connect DataFrames work.
 
+A DataFrame that is a plain scan of Parquet files is written by the same job without Spark
+converting its rows: the tasks read the files themselves (:mod:`petastream.spark._file_scan`),
+falling back to ``mapInArrow`` over the rows wherever that could differ from Spark's reading.
+
 Sharing a parent directory between processes: a DataFrame's content key is written once (the
 first process claims it, the others wait and reuse: :mod:`petastream.spark.claims`), and every
 process that uses a dataset holds a lease on it, so that no process deletes at exit a dataset
