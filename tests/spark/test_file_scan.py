@@ -197,3 +197,49 @@ def test_a_file_not_read_as_spark_reads_it_is_refused_in_the_task(files):
     job = ScanJob((path,), ("id",), ("bigint",), ("bigint",), parts=3)
     ids = [i for p in range(3) for b in read_slice(job, path, p) for i in b.column(0).to_pylist()]
     assert ids == list(range(700))
+
+
+@pytest.mark.cloud
+@pytest.mark.parametrize("where", ["threads", "tasks"])
+def test_a_scan_written_to_s3_is_published_like_the_spark_paths(spark, files, s3_bucket, s3_endpoint,
+                                                                caplog, where):
+    """Remote cache dir (moto S3): the slices' shards, the pointer file, index.json last."""
+    import s3fs
+
+    so = {"key": "testing", "secret": "testing",
+          "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}
+    parent = f"{s3_bucket}/filescan-{where}"
+    df = spark.read.parquet(files["plain"]).select("id", "name", "feat")
+    spark.conf.set(CONF, "tasks" if where == "tasks" else "auto")
+    try:
+        with caplog.at_level(logging.INFO, logger="petastream.spark"):
+            m = materialize(df, parent, storage_options=so, reuse=False, keep_at_exit=True)
+    finally:
+        spark.conf.unset(CONF)
+    assert FAST in caplog.text
+    assert m.created and m.url.startswith(f"{parent}/.petastream-tmp-{m.key}-")
+    fs = s3fs.S3FileSystem(**so)
+    assert json.loads(fs.cat_file(f"{parent}/petastream-{m.key}.json"))["url"] == m.url
+    ds = petastream.open(m.url, storage_options=so)
+    got = ds.read(range(len(ds)), ["id", "name"])
+    assert sorted(int(i) for i in got["id"]) == list(range(1001))
+    assert "zstd:1" in {s["compression"] for s in ds.shards}  # 'auto' remote (the 1-row shard saves <10%)
+    m.delete()
+
+
+def test_a_failed_write_in_threads_leaves_nothing_complete(spark, tmp_path):
+    """A null in a slice (null_policy='error'): the error names the column, the attempt is
+    discarded, nothing under the parent reads as a dataset."""
+    from petastream.spark import NullValuesError
+
+    src = tmp_path / "nulls"
+    os.makedirs(src)
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64()),
+                             "label": pa.array([None if i == 77 else i for i in range(100)], pa.int32())}),
+                   src / "part-0.parquet", row_group_size=10)
+    parent = tmp_path / "cache"
+    df = spark.read.parquet(str(src))
+    assert plan_scan(df, prepare(df, dtype="float32", nested="error")[1], null_policy="error")[0].threads
+    with pytest.raises(NullValuesError, match="'label': 1 row"):
+        materialize(df, str(parent), reuse=False, keep_at_exit=True)
+    assert not [p for p in parent.rglob("index.json")]
