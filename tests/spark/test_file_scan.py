@@ -243,3 +243,17 @@ def test_a_failed_write_in_threads_leaves_nothing_complete(spark, tmp_path):
     with pytest.raises(NullValuesError, match="'label': 1 row"):
         materialize(df, str(parent), reuse=False, keep_at_exit=True)
     assert not [p for p in parent.rglob("index.json")]
+
+
+def test_many_small_files_are_read_a_few_slices_per_core(spark, tmp_path):
+    src = tmp_path / "many"
+    os.makedirs(src)
+    for k in range(20):
+        pq.write_table(_table(5 * k, 5 * k + 5).select(["id", "name", "feat"]), src / f"part-{k:02d}.parquet")
+    df = spark.read.parquet(str(src))
+    job, why = plan_scan(df, prepare(df, dtype="float32", nested="error")[1], null_policy="error")
+    assert job is not None and job.group == 3 and job.parts == 1 and job.pieces == 7, why  # local[2]: 4 per core
+    covered = [pair for piece in range(job.pieces) for pair in job.slices(piece)]
+    assert covered == [(f, 0) for f in job.files]
+    m = materialize(df, str(tmp_path / "cache"), reuse=False, keep_at_exit=True)
+    assert m.num_shards == 7 and sorted(_rows(m.url)) == list(range(100))

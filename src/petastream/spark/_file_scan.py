@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from petastream.errors import EncodingError
@@ -62,6 +62,7 @@ _SCALARS = {"boolean": ("bool",), "tinyint": ("int8",), "smallint": ("int16",), 
             "bigint": ("int64",), "float": ("float",), "double": ("double",),
             "string": ("string", "large_string"), "binary": ("binary", "large_binary")}
 _ELEMENTS = ("boolean", "tinyint", "smallint", "int", "bigint", "float", "double")
+_SLICES_PER_CORE = 4  # with more files than this per core, a slice reads several
 _ROWS_PER_BATCH = 65536  # what the writer takes at once: fewer per-batch costs than Spark's 10k
 
 
@@ -82,10 +83,17 @@ class ScanJob:
     filter: Any = None
     parts: int = 1
     threads: int = 0  # > 0: written by this many threads of the driver, not by Spark tasks
+    group: int = 1  # > 1 (then parts == 1): consecutive files per slice
 
     @property
     def pieces(self) -> int:
-        return len(self.files) * self.parts
+        return -(-len(self.files) // self.group) * self.parts
+
+    def slices(self, piece: int) -> list[tuple[str, int]]:
+        """The (file, part) pairs slice ``piece`` reads, in order."""
+        if self.group > 1:
+            return [(f, 0) for f in self.files[piece * self.group:(piece + 1) * self.group]]
+        return [(self.files[piece // self.parts], piece % self.parts)]
 
 
 def plan_scan(df: Any, plans: list[Any], *, null_policy: str) -> tuple[ScanJob | None, str]:
@@ -113,10 +121,13 @@ def plan_scan(df: Any, plans: list[Any], *, null_policy: str) -> tuple[ScanJob |
     targets = tuple(p.spark_type for p in plans)
     cores = _parallelism(df.sparkSession)
     parts = max(1, math.ceil(cores / len(scan.files)))
-    threads = min(cores, len(scan.files) * parts) if mode != "tasks" and _local(df.sparkSession) else 0
-    where = f"{threads} thread(s) of this process" if threads else "Spark tasks"
-    return (ScanJob(scan.files, scan.columns, sources, targets, scan.filter, parts, threads),
-            f"{verdict.reason}: its files read in {len(scan.files) * parts} slice(s) by {where}")
+    # many small files: a few slices per core, each its own shards (not one per file)
+    group = max(1, math.ceil(len(scan.files) / (_SLICES_PER_CORE * cores)))
+    job = ScanJob(scan.files, scan.columns, sources, targets, scan.filter, parts, 0, group)
+    if mode != "tasks" and _local(df.sparkSession):
+        job = replace(job, threads=min(cores, job.pieces))
+    where = f"{job.threads} thread(s) of this process" if job.threads else "Spark tasks"
+    return job, f"{verdict.reason}: its files read in {job.pieces} slice(s) by {where}"
 
 
 def _local(session: Any) -> bool:
@@ -193,10 +204,9 @@ class ScanTask:
 
     def read(self, pieces: list[int]) -> Iterator[Any]:
         """The batches of slices ``pieces``, in order (a read error: :data:`SCAN_MARKER`)."""
-        for piece in pieces:
-            url = self.job.files[piece // self.job.parts]
+        for url, part in (pair for piece in pieces for pair in self.job.slices(piece)):
             try:
-                yield from read_slice(self.job, url, piece % self.job.parts)
+                yield from read_slice(self.job, url, part)
             except EncodingError:
                 raise
             except Exception as e:  # noqa: BLE001 - any doubt: Spark reads it instead
