@@ -12,6 +12,8 @@ the shared machine hits every variant of a round alike:
   plan is a plain Parquet scan, so it streams the table's own files and writes nothing;
 * petastream, materialization forced (``...materialize=always``): the DataFrame as MDS (its
   write tasks read the scan's files themselves: ``petastream.spark._file_scan``);
+* with ``--scan-tasks``: the same, its files read by Spark tasks (what a cluster or Spark
+  Connect runs) instead of the driver's threads (local mode's default);
 * with ``--before-src DIR``: the same forced materialization with another checkout's
   ``src`` first on ``PYTHONPATH`` (before/after in one run);
 * Petastorm 0.13.1's converter, in its own env (``.bench/envs/petastorm``): the DataFrame
@@ -23,7 +25,7 @@ to the first batch, to the end of the epoch, the bytes written under the cache d
 median over rounds of Petastorm's conversion time ÷ this variant's (same round).
 
 ``python -m benchmarks.converter_scan [--rows 1000000] [--rounds 5] [--workloads tabular binary]
-[--convert-only] [--before-src /path/to/other/src]``
+[--convert-only] [--scan-tasks] [--before-src /path/to/other/src]``
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ VARIANTS = (
     (PETASTORM, "petastorm", "auto"),
 )
 BEFORE = "petastream before: materialized as MDS (always)"
+TASKS = "petastream: materialized as MDS, files read by Spark tasks (always)"
 
 
 def _spread(values: list[float]) -> str:
@@ -60,12 +63,16 @@ def run(args: argparse.Namespace) -> list[Result]:
     return results
 
 
-def _variants(args: argparse.Namespace) -> list[tuple[str, str | None, str, dict[str, str]]]:
-    out = [(v, peer, mode, {}) for v, peer, mode in VARIANTS]
+def _variants(args: argparse.Namespace) -> list[tuple[str, str | None, str, dict[str, str], list[str]]]:
+    out: list[tuple[str, str | None, str, dict[str, str], list[str]]] = [
+        (v, peer, mode, {}, []) for v, peer, mode in VARIANTS]
     if getattr(args, "convert_only", False):
         out = out[1:]  # the direct path converts nothing: only its epoch would tell
+    if getattr(args, "scan_tasks", False):  # what a cluster or Spark Connect runs
+        out.insert(-1, (TASKS, None, "always", {},
+                        ["--spark-conf", "petastream.spark.materialize.readFiles=tasks"]))
     if getattr(args, "before_src", None):
-        out.insert(-1, (BEFORE, None, "always", {"PYTHONPATH": args.before_src}))
+        out.insert(-1, (BEFORE, None, "always", {"PYTHONPATH": args.before_src}, []))
     return out
 
 
@@ -78,7 +85,7 @@ def _run_workload(args: argparse.Namespace, workload: str) -> list[Result]:
     errors: dict[str, str] = {}
     extra = ["--workload", workload] + (["--convert-only"] if getattr(args, "convert_only", False) else [])
     for r in range(args.rounds):
-        for variant, peer, mode, env in variants:
+        for variant, peer, mode, env, conf in variants:
             if variant in errors:
                 continue
             cache = tempfile.mkdtemp(prefix="petastream-convscan-")
@@ -86,7 +93,7 @@ def _run_workload(args: argparse.Namespace, workload: str) -> list[Result]:
                 res = peer_envs.run_runner(
                     "converter_scan.py",
                     ["--impl", "petastorm" if peer else "petastream-compat", "--materialize", mode,
-                     "--parquet", paths["parquet"], "--cache-dir", cache, "--rows", str(kept), *extra],
+                     "--parquet", paths["parquet"], "--cache-dir", cache, "--rows", str(kept), *extra, *conf],
                     peer, args.peer_timeout, extra_env=env)
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
@@ -99,7 +106,7 @@ def _run_workload(args: argparse.Namespace, workload: str) -> list[Result]:
                   flush=True)
     results = []
     peer_runs = runs.get(PETASTORM, [])
-    for variant, _, _, _ in variants:
+    for variant, *_ in variants:
         got = [x for x in runs[variant] if x]
         convert = [x["convert_s"] for x in got]
         cpu = [x.get("convert_cpu_s", 0.0) for x in got]
@@ -129,6 +136,8 @@ def main() -> None:
     p.add_argument("--workloads", nargs="+", choices=["tabular", "binary"], default=["tabular"])
     p.add_argument("--convert-only", action="store_true", help="time the conversion alone (no epoch)")
     p.add_argument("--before-src", help="another checkout's src/: its forced materialization too")
+    p.add_argument("--scan-tasks", action="store_true",
+                   help="also the forced materialization with the files read by Spark tasks (as on a cluster)")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
     args = p.parse_args()
     results = run(args)

@@ -45,6 +45,7 @@ def main() -> None:
     p.add_argument("--rows", type=int, required=True, help="rows the filter keeps")
     p.add_argument("--workload", choices=sorted(COLUMNS), default="tabular")
     p.add_argument("--convert-only", action="store_true", help="no epoch: time the conversion only")
+    p.add_argument("--spark-conf", action="append", default=[], help="key=value, set on the session")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if args.impl == "petastorm":
@@ -61,6 +62,8 @@ def main() -> None:
                .config(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, cache_url))
     if args.impl != "petastorm":
         builder = builder.config("petastream.spark.converter.materialize", args.materialize)
+    for kv in args.spark_conf:
+        builder = builder.config(*kv.split("=", 1))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (spark.read.parquet("file://" + os.path.abspath(args.parquet))
