@@ -57,8 +57,10 @@ def python_for(peer: str) -> tuple[str | None, str]:
     return str(env / "bin" / "python"), ""
 
 
-def run_runner(script: str, args: list[str], peer: str | None, timeout: float) -> dict:
-    """Run ``benchmarks/peers/<script>`` with ``peer``'s python (None: this interpreter)."""
+def run_runner(script: str, args: list[str], peer: str | None, timeout: float,
+               extra_env: dict[str, str] | None = None) -> dict:
+    """Run ``benchmarks/peers/<script>`` with ``peer``'s python (None: this interpreter),
+    ``extra_env`` added to its environment (e.g. ``PYTHONPATH`` of another checkout)."""
     if peer is None:
         python = sys.executable
     else:
@@ -69,6 +71,7 @@ def run_runner(script: str, args: list[str], peer: str | None, timeout: float) -
                TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
     if peer is not None:
         env.pop("PYTHONPATH", None)
+    env.update(extra_env or {})
     cmd = [python, str(RUNNERS / script), *args]
     # own session: on timeout the whole group (Spark's JVM included) goes
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

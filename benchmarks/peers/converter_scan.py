@@ -18,7 +18,11 @@ import os
 import sys
 import time
 
+from _clock import cpu_between, snapshot
 from _common import BATCH, describe, emit
+
+COLUMNS = {"tabular": ("id", "features", "label"),
+           "binary": ("id", "features", "label", "payload", "name")}
 
 
 def _bytes_under(path: str) -> int:
@@ -39,6 +43,9 @@ def main() -> None:
     p.add_argument("--parquet", required=True)
     p.add_argument("--cache-dir", required=True)
     p.add_argument("--rows", type=int, required=True, help="rows the filter keeps")
+    p.add_argument("--workload", choices=sorted(COLUMNS), default="tabular")
+    p.add_argument("--convert-only", action="store_true", help="no epoch: time the conversion only")
+    p.add_argument("--spark-conf", action="append", default=[], help="key=value, set on the session")
     args = p.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if args.impl == "petastorm":
@@ -55,21 +62,26 @@ def main() -> None:
                .config(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF, cache_url))
     if args.impl != "petastorm":
         builder = builder.config("petastream.spark.converter.materialize", args.materialize)
+    for kv in args.spark_conf:
+        builder = builder.config(*kv.split("=", 1))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (spark.read.parquet("file://" + os.path.abspath(args.parquet))
-          .select("id", "features", "label").where(F.col("label") < 5))
+          .select(*COLUMNS[args.workload]).where(F.col("label") < 5))
     try:
+        before = snapshot()
         t0 = time.perf_counter()
         converter = make_spark_converter(df)
         convert_s = time.perf_counter() - t0
+        convert_cpu = cpu_between(before, snapshot())  # this process and all under it: JVM, workers
         written = _bytes_under(args.cache_dir)
-        rows, first_s = 0, None
-        with converter.make_torch_dataloader(batch_size=BATCH, num_epochs=1) as loader:
-            for batch in loader:
-                if first_s is None:
-                    first_s = time.perf_counter() - t0
-                rows += len(batch["id"])
+        rows, first_s = (args.rows if args.convert_only else 0), None
+        if not args.convert_only:
+            with converter.make_torch_dataloader(batch_size=BATCH, num_epochs=1) as loader:
+                for batch in loader:
+                    if first_s is None:
+                        first_s = time.perf_counter() - t0
+                    rows += len(batch["id"])
         total_s = time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001 - reported, not raised
         emit(error=f"failed: {describe(e)}")
@@ -77,7 +89,7 @@ def main() -> None:
     if rows != args.rows:
         emit(error=f"failed: the epoch served {rows} rows, the filter keeps {args.rows}")
         return
-    extra = {"convert_s": round(convert_s, 3), "first_batch_s": round(first_s or total_s, 3),
+    extra = {"convert_s": round(convert_s, 3), "convert_cpu_s": round(convert_cpu, 3), "first_batch_s": round(first_s or total_s, 3),
              "total_s": round(total_s, 3), "bytes_written": written,
              "materialized": bool(getattr(converter, "materialized", True))}
     emit(rows=rows, seconds=total_s, extra=extra)

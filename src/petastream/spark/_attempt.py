@@ -14,6 +14,14 @@ from typing import Any
 from petastream.mds.index import commit_index, dump_index
 from petastream.mds.sidecar import SIDECAR, dump_sidecar
 from petastream.spark import cache, claims, leases
+from petastream.spark._file_scan import (
+    SCAN_MARKER,
+    ScanFallback,
+    ScanJob,
+    ScanTask,
+    source_frame,
+    write_on_driver,
+)
 from petastream.spark._interpreter import tasks_on_driver_python
 from petastream.spark._outcome import Retry, check_agreement, check_task_errors, job_failure
 from petastream.spark._task import RESULT_SCHEMA, TaskWriter
@@ -28,24 +36,37 @@ log = logging.getLogger("petastream.spark")
 def write_attempt(prepared: Any, plans: list[ColumnPlan], parent: str, key: str,
              codec: tuple[str | None, float], hashes: list[str] | None, size_limit: Any,
              null_policy: str, storage_options: dict | None, progress_interval: float,
-             keep: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
+             keep: bool, scan: ScanJob | None = None
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, bool]:
     """One write job into a fresh attempt directory, merged and published. The lease is
     taken on the attempt before it is published, so no moment exists where the published
-    dataset is unleased by its writer."""
-    source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
-    # Positional names: mapInArrow resolves each column by name, which breaks on names with
-    # dots; the tasks take columns by position anyway.
-    source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
+    dataset is unleased by its writer. With ``scan``, the tasks read the DataFrame's Parquet
+    files themselves (:mod:`petastream.spark._file_scan`); a file they cannot read as Spark
+    would raises :class:`~petastream.spark._file_scan.ScanFallback` (the attempt discarded)."""
     attempt = cache.attempt_url(parent, key)
     compression, min_saving = codec
     writer = TaskWriter(attempt, plans, compression=compression, min_compression_saving=min_saving,
                         hashes=hashes, size_limit=size_limit, fill=null_policy == "fill",
                         storage_options=storage_options)
+    task: Any = writer
+    if scan is not None:
+        source, task = source_frame(prepared, scan), ScanTask(scan, writer)
+    else:
+        source = apply_fill(prepared, plans) if null_policy == "fill" else prepared
+        # Positional names: mapInArrow resolves each column by name, which breaks on names
+        # with dots; the tasks take columns by position anyway.
+        source = source.toDF(*[f"_c{i}" for i in range(len(plans))])
     try:
-        with tasks_on_driver_python(source):  # local mode, no PYSPARK_PYTHON: see _interpreter
-            job = source.mapInArrow(writer, RESULT_SCHEMA)
-        rows = _run_job(job, key, progress_interval)
+        if scan is not None and scan.threads:
+            rows = write_on_driver(scan, writer)
+        else:
+            with tasks_on_driver_python(source):  # local mode, no PYSPARK_PYTHON: see _interpreter
+                job = source.mapInArrow(task, RESULT_SCHEMA)
+            rows = _run_job(job, key, progress_interval)
         rows = sorted(rows, key=lambda r: r["partition"])
+        unread = [r["failure"] for r in rows if SCAN_MARKER in r["failure"]]
+        if unread:
+            raise ScanFallback(plans, unread[0])
         check_task_errors(rows)  # data errors are results, not failed tasks: see _task
         check_agreement(plans, rows)
         subs = [r["sub"] for r in rows if r["sub"]]

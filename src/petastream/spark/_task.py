@@ -89,15 +89,28 @@ class TaskWriter:
         from pyspark import TaskContext
 
         from petastream.mds.arrow_numpy import record_batch
-        from petastream.mds.index import dump_index
-        from petastream.mds.writer import MDSWriter
         from petastream.spark._python_worker import lighten_worker
 
         start = time.perf_counter()
         lighten_worker()  # the per-task costs pyspark adds, for this worker's next tasks
         ctx = TaskContext.get()
-        partition = ctx.partitionId() if ctx else 0
-        attempt = ctx.taskAttemptId() if ctx else 0
+        row = self.write(batches, ctx.partitionId() if ctx else 0, ctx.taskAttemptId() if ctx else 0,
+                         start=start)
+        # from buffers: pa.array / from_pydict would import pandas into the worker (arrow_numpy)
+        types = {"partition": pa.int32(), "sub": pa.string(), "samples": pa.int64(), "shards": pa.int32(),
+                 "bytes": pa.int64(), "seconds": pa.float64(), "encodings": pa.string(),
+                 "failure": pa.string()}
+        yield record_batch({k: (t, [row[k]]) for k, t in types.items()})
+
+    def write(self, batches: Iterator[Any], partition: int, attempt: int,
+              start: float | None = None) -> dict[str, Any]:
+        """Write ``batches`` as the task ``partition`` (attempt ``attempt``) and return its
+        result row (:data:`RESULT_SCHEMA`) as a dict; in a Spark task or in a thread of the
+        driver (:mod:`petastream.spark._file_scan`)."""
+        from petastream.mds.index import dump_index
+        from petastream.mds.writer import MDSWriter
+
+        start = time.perf_counter() if start is None else start
         sub = f"{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}"
         plans = self.plans
         writer = None
@@ -140,14 +153,9 @@ class TaskWriter:
                 writer.abort()
             samples, shards = 0, []
         nbytes = sum((s["zip_data"] or s["raw_data"])["bytes"] for s in shards)
-        # from buffers: pa.array / from_pydict would import pandas into the worker (arrow_numpy)
-        yield record_batch({
-            "partition": (pa.int32(), [partition]), "sub": (pa.string(), [sub if shards else ""]),
-            "samples": (pa.int64(), [samples]), "shards": (pa.int32(), [len(shards)]),
-            "bytes": (pa.int64(), [nbytes]),
-            "seconds": (pa.float64(), [time.perf_counter() - start]),
-            "encodings": (pa.string(), [json.dumps({p.name: p.encoding for p in plans})]),
-            "failure": (pa.string(), [failure])})
+        return {"partition": partition, "sub": sub if shards else "", "samples": samples,
+                "shards": len(shards), "bytes": nbytes, "seconds": time.perf_counter() - start,
+                "encodings": json.dumps({p.name: p.encoding for p in plans}), "failure": failure}
 
     def convert(self, plans: list[Any], batch: Any) -> dict[str, Any]:
         """Arrow columns -> what each column's encoding takes (no per-row Python work). Under

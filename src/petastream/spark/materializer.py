@@ -9,6 +9,10 @@ its publication, is :mod:`petastream.spark._attempt`'s: this module decides what
 reuses and retries). Only the DataFrame API is used (``mapInArrow``, ``agg``, ``inputFiles``,
 ``sameSemantics``), so Connect DataFrames work.
 
+A DataFrame that is a plain scan of Parquet files is written by the same job without Spark
+converting its rows: the tasks read the files themselves (:mod:`petastream.spark._file_scan`),
+falling back to ``mapInArrow`` over the rows wherever that could differ from Spark's reading.
+
 Sharing a parent directory between processes: a DataFrame's content key is written once (the
 first process claims it, the others wait and reuse: :mod:`petastream.spark.claims`), and every
 process that uses a dataset holds a lease on it, so that no process deletes at exit a dataset
@@ -44,6 +48,7 @@ from petastream.mds.writer import check_compression_saving
 from petastream.spark import cache, claims, leases
 from petastream.spark._attempt import write_attempt
 from petastream.spark._errors import MaterializationError
+from petastream.spark._file_scan import ScanFallback, plan_scan
 from petastream.spark._outcome import Retry
 from petastream.spark.schema import (
     check_dtype,
@@ -326,13 +331,19 @@ def _write(df: Any, parent: str, key: str, *, compression: str | None, min_savin
                  {p.name: p.encoding for p in plans if p.kind.startswith("list")})
     if nulls and any(nulls.values()):
         raise null_error(nulls)
+    scan, why = plan_scan(df, plans, null_policy=null_policy)
+    log.info("%s: %s", "reading the DataFrame's files in the tasks" if scan else
+             "converting the rows in Spark", why)
     job_start = time.perf_counter()
-    for _ in range(len(plans) + 1):
+    for _ in range(len(plans) + 2):
         try:
             rows, shards, url, won = write_attempt(prepared, plans, parent, key, (compression, min_saving),
                                               hashes, size_limit, null_policy, storage_options,
-                                              progress_interval, keep)
+                                              progress_interval, keep, scan=scan)
             break
+        except ScanFallback as fallback:
+            log.info("%s; writing through Spark instead", fallback)
+            scan = None
         except Retry as retry:
             if retry.infer:
                 log.info("%s; deciding its array length with an aggregate job and writing again",
