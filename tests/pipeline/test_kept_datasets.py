@@ -152,3 +152,33 @@ def test_kept_datasets_let_their_cache_pins_go_when_dropped_and_at_shutdown(s3_b
     assert usage.entries >= 3 and usage.pinned == 0
     cache.prune(0)  # nothing held: a later reader evicts every entry
     assert cache.usage().entries == 0
+
+
+def test_a_dataset_that_failed_to_open_is_opened_again_when_the_loop_comes_back(data, tmp_path):
+    """A kept dataset is one that opened: one whose open failed in the workers (a file gone for
+    a moment) is opened anew the next time a loader comes back to it, as before any were kept."""
+    import shutil
+
+    from petastream.mds.dataset import MDSDataset
+    from petastream.mds.writer import write_mds
+
+    a, _ = data
+    original, copy = str(tmp_path / "mds"), str(tmp_path / "copy")
+    write_mds({"id": np.arange(300), "x": np.arange(300, dtype=np.float32)}, original,
+              columns={"id": "int64", "x": "float32"})
+    shutil.copytree(original, copy)
+
+    def epoch(source) -> list[int]:
+        loader = BatchLoader(source, batch_size=100, convert=PARTS, executor=ProcessExecutor(2, 4))
+        try:
+            return [i for batch in loader for i in batch[0].tolist()]
+        finally:
+            loader.close()
+
+    failing = MDSDataset(copy)
+    shutil.rmtree(copy)  # gone before the workers open it
+    with pytest.raises(Exception, match="index.json"):
+        epoch(failing)
+    shutil.copytree(original, copy)  # back, the same index
+    assert epoch(ParquetSource(a)) == list(range(1500))
+    assert epoch(MDSDataset(copy)) == list(range(300))

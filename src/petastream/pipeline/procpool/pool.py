@@ -169,7 +169,7 @@ class WorkerPool:
         # workers read the last one.
         self._kept: list[tuple[int, Any]] = []
         self._keys = 0
-        self.opens = 0  # datasets sent to the workers to open (each opened by every worker)
+        self.opens = 0  # datasets new to the workers (each opened by every worker)
         self.broken: str | None = None  # why the pool cannot run another pass
         self._ready = [False] * num_workers  # each worker's ("ready", 0) came: its imports are done
 
@@ -240,7 +240,8 @@ class WorkerPool:
         if at is not None:
             entry = kept.pop(at)
             kept.append(entry)
-            return None if at == len(kept) - 1 else ("dataset", entry[0], None, ())
+            # (the opener goes along: a worker whose open of it failed then tries again)
+            return None if at == len(kept) - 1 else ("dataset", entry[0], opener, ())
         self._keys += 1
         kept.append((self._keys, opener))
         drop = [key for key, _ in kept[:-self.keep]]

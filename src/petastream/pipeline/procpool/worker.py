@@ -4,11 +4,11 @@ It imports no framework (TensorFlow stays in the loader's process; the ``convert
 TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader over one socket
 (a :class:`multiprocessing.connection.Connection` passed as a file descriptor). Messages in:
 
-* ``("dataset", key, reopen, drop)``: the next passes read dataset ``key``: opened now by
-  ``reopen()`` (``MDSDataset.reopener``, so with the loader's cache directory and limit), or,
-  ``reopen`` None, the one kept open under ``key`` since an earlier pass; the kept datasets
-  ``drop`` (keys) are closed (the loader keeps a few open, least recently used out: see
-  :class:`~petastream.pipeline.procpool.pool.WorkerPool`);
+* ``("dataset", key, reopen, drop)``: the next passes read dataset ``key``: the one kept open
+  under ``key`` since an earlier pass, else (new, or its open failed then) opened now by
+  ``reopen()`` (``MDSDataset.reopener``, so with the loader's cache directory and limit); the
+  kept datasets ``drop`` (keys) are closed (the loader keeps a few open, least recently used
+  out: see :class:`~petastream.pipeline.procpool.pool.WorkerPool`);
 * ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``work``: a
   ``PassWork``'s fields but its source, :meth:`~petastream.pipeline.work.PassWork.detached`); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from petastream.capabilities import StringReads
-from petastream.errors import PipelineError
 from petastream.pipeline.procpool.arena import Arena, Strings, pack_strings
 from petastream.pipeline.stats import Reported
 from petastream.pipeline.work import BatchGroup, PassWork
@@ -84,14 +83,12 @@ class Worker:
         elif kind == "dataset":
             key, reopen, drop = msg[1:]
             self.close_kept(drop)  # first: their memory and cache pins go before a new one loads
-            if reopen is not None:
+            if self.kept.get(key, (None, None))[0] is None:  # new, or it failed to open: (again) now
                 try:
                     self.kept[key] = (reopen(), None)
                 except Exception as e:  # raised at the next pass, in the loader
                     self.kept[key] = (None, e)
-            self.dataset, self.dataset_error = self.kept.get(
-                key, (None, PipelineError(f"decode worker: dataset {key} is not open here (the loader and its "
-                                    "workers disagree on what is kept); close the loader and iterate again")))
+            self.dataset, self.dataset_error = self.kept[key]
         elif kind == "stop":
             if msg[1] == self.pid:
                 raise _Stopped
