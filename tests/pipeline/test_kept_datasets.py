@@ -143,10 +143,14 @@ def test_kept_datasets_let_their_cache_pins_go_when_dropped_and_at_shutdown(s3_b
     assert epoch(urls[1]) == list(range(10_000, 10_500))
     assert epoch(urls[2]) == list(range(20_000, 20_500))  # A is dropped from the workers here
     pinned = set(cache.usage(count_pinned=True).pinned_paths)
-    a = ParquetSource(urls[0], cache_dir=cache_dir, cache_limit="64mb", fetch="file")
-    a_paths = {cache.path(k) for k in a.row_groups.cache_keys(range(len(a.plan.units)))}
-    a.close()
-    assert pinned and a_paths and not a_paths & pinned, pinned  # B's and C's, kept, still pinned; A's not
+    paths = []
+    for url in urls:
+        source = ParquetSource(url, cache_dir=cache_dir, cache_limit="64mb", fetch="file")
+        paths.append({cache.path(k) for k in source.row_groups.cache_keys(range(len(source.plan.units)))})
+        source.close()
+    # Only C's files, read last, stay pinned (as the dataset read last always was): B, kept
+    # idle, let go of its pins at the switch to C; A, dropped, with its dataset.
+    assert all(paths) and not (paths[0] | paths[1]) & pinned and pinned <= paths[2], pinned
     parking.shutdown_idle()
     usage = cache.usage(count_pinned=True)
     assert usage.entries >= 3 and usage.pinned == 0

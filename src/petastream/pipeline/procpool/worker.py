@@ -83,6 +83,11 @@ class Worker:
         elif kind == "dataset":
             key, reopen, drop = msg[1:]
             self.close_kept(drop)  # first: their memory and cache pins go before a new one loads
+            if self.dataset is not None:
+                # Kept, idle: its end-of-pass close lets go of its cache pins and mapped files
+                # (another dataset may need the room; a reader of a cache file is never in the
+                # way of its eviction), and keeps what it decoded from local files.
+                self.dataset.close()
             if self.kept.get(key, (None, None))[0] is None:  # new, or it failed to open: (again) now
                 try:
                     self.kept[key] = (reopen(), None)
