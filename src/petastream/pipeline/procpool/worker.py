@@ -31,6 +31,7 @@ import pickle
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -107,7 +108,7 @@ class Worker:
                 self.free = set(range(self.arena.slots))
         # a "pass" cannot come mid-pass: the loader stops the last one first
 
-    def close_kept(self, keys: Any) -> None:
+    def close_kept(self, keys: Iterable[int]) -> None:
         """Close the kept datasets ``keys`` (their read-ahead, loaded row groups and cache leases
         released, as a dataset replaced by another was before any were kept)."""
         for key in keys:
