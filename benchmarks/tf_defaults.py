@@ -105,10 +105,12 @@ def compat_epoch(url: str, rows: int) -> Epoch:
 def compat_parquet_epoch(parquet: str, rows: int, columns: list[str]) -> Epoch:
     """The same over the workload's Parquet files read in place: the converter
     ``make_spark_converter(spark.read.parquet(...))`` makes (its ``DirectRead``, built here
-    without Spark, as :mod:`benchmarks.compat_epoch` does). Run after the MDS row, it pays what
-    a script alternating two datasets pays: the worker processes reopen the Parquet source,
-    whose decoded row groups live in each worker's memory (local files: no shared decoded
-    cache), and decode every row group again (a context per epoch of one dataset does not)."""
+    without Spark, as :mod:`benchmarks.compat_epoch` does). Run after the MDS row, it reads what
+    a script alternating two datasets reads: the worker processes keep both open (two by
+    default, ``PETASTREAM_WORKER_KEPT_DATASETS``), so the Parquet source's decoded row groups,
+    which live in each worker's memory (local files: no shared decoded cache), stay decoded;
+    with 1 kept the workers reopen it and decode every row group again
+    (:mod:`benchmarks.train_val_loop` compares the two)."""
     from pathlib import Path
 
     from petastream.compat._direct import DirectRead

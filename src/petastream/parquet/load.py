@@ -27,6 +27,7 @@ from petastream.parquet.fetch import FilePins, Placement
 from petastream.parquet.kept_objects import KeptObjects
 from petastream.parquet.plan import WHOLE_FILE, Plan, Unit, check_file
 from petastream.storage.cache import ShardCache
+from petastream.storage.counters import IO
 from petastream.storage.shards import ShardStore
 from petastream.storage.sizes import human
 
@@ -126,6 +127,7 @@ class RowGroups:
         found, table, keep = self._decode(unit, wait, where, store, whole=key is None)
         if not found:
             return None
+        IO.add("row_groups_decoded")  # (once per row group: a lock, nanoseconds)
         rows = unit.rows if keep is None else unit.total_rows
         cols = self._prepare(unit, table, self._fixed + self._others, where, strings, rows,
                              key=key if keep is None else None)

@@ -111,8 +111,9 @@ class LoaderStats:
         ``rows_per_s`` over them; ``waited_for_data_s`` (the loop blocked in ``next()``) and
         ``waited_for_consumer_s`` (batches handed out and the next not yet asked for: the
         loop's own time); ``decode_s`` and ``transform_s`` per worker (index); ``cache_hits``,
-        ``cache_misses``, ``bytes_fetched``, ``gets``; ``skipped``: samples left out of the
-        batches handed out (``on_error``; also those a resumed state says were skipped)."""
+        ``cache_misses``, ``bytes_fetched``, ``gets``; ``row_groups_decoded`` (Parquet, from
+        their files); ``skipped``: samples left out of the batches handed out (``on_error``;
+        also those a resumed state says were skipped)."""
         elapsed = time.perf_counter() - self.first if self.first is not None else 0.0
         io = IO.snapshot()
         return {

@@ -11,14 +11,15 @@ import threading
 
 __all__ = ["IO", "IOCounters"]
 
-FIELDS = ("gets", "bytes_fetched", "cache_hits", "cache_misses")
+FIELDS = ("gets", "bytes_fetched", "cache_hits", "cache_misses", "row_groups_decoded")
 
 
 class IOCounters:
     """``gets`` and ``bytes_fetched``: requests to remote storage (local files are not
     fetched) and the bytes they returned; ``cache_hits``/``cache_misses``: shard-cache
     lookups that found the entry, or had to fill it (here, or by waiting for another reader's
-    fill of it)."""
+    fill of it); ``row_groups_decoded``: Parquet row groups decoded from their files (not
+    those mapped from the decoded cache, nor those a source kept loaded from a pass before)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

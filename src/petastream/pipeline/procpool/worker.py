@@ -4,8 +4,11 @@ It imports no framework (TensorFlow stays in the loader's process; the ``convert
 TensorFlow-free, see :mod:`petastream.pipeline.parts`) and talks to its loader over one socket
 (a :class:`multiprocessing.connection.Connection` passed as a file descriptor). Messages in:
 
-* ``("dataset", reopen)``: ``reopen()`` opens the dataset the next passes read (kept open
-  across passes; ``MDSDataset.reopener``, so with the loader's cache directory and limit);
+* ``("dataset", key, reopen, drop)``: the next passes read dataset ``key``: the one kept open
+  under ``key`` since an earlier pass, else (new, or its open failed then) opened now by
+  ``reopen()`` (``MDSDataset.reopener``, so with the loader's cache directory and limit); the
+  kept datasets ``drop`` (keys) are closed (the loader keeps a few open, least recently used
+  out: see :class:`~petastream.pipeline.procpool.pool.WorkerPool`);
 * ``("pass", pid, work, w, W, strings)``: produce ``work(w, W)``'s items (``work``: a
   ``PassWork``'s fields but its source, :meth:`~petastream.pipeline.work.PassWork.detached`); ``strings``: str/bytes parts packed into shared memory (``arena.Strings``);
 * ``("stop", pid)``: drop pass ``pid`` (the loader broke off its iteration);
@@ -28,6 +31,7 @@ import pickle
 import signal
 import sys
 import traceback
+from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -47,6 +51,9 @@ class Worker:
     def __init__(self, conn: Connection):
         self.conn = conn
         self.dataset: Any = None
+        # The datasets kept open (key -> dataset, or the error opening it, raised at its next
+        # pass): what they decoded stays loaded for when the loader comes back to them.
+        self.kept: dict[int, tuple[Any, Exception | None]] = {}
         self.arena: Arena | None = None
         self.gen = 0  # the id of the arena in use; frees of another one are moot
         self.free: set[int] = set()
@@ -75,13 +82,19 @@ class Worker:
             if msg[1] == self.gen:
                 self.free.add(msg[2])
         elif kind == "dataset":
+            key, reopen, drop = msg[1:]
+            self.close_kept(drop)  # first: their memory and cache pins go before a new one loads
             if self.dataset is not None:
+                # Kept, idle: its end-of-pass close lets go of its cache pins and mapped files
+                # (another dataset may need the room; a reader of a cache file is never in the
+                # way of its eviction), and keeps what it decoded from local files.
                 self.dataset.close()
-            self.dataset, self.dataset_error = None, None
-            try:
-                self.dataset = msg[1]()
-            except Exception as e:  # raised at the next pass, in the loader
-                self.dataset_error = e
+            if self.kept.get(key, (None, None))[0] is None:  # new, or it failed to open: (again) now
+                try:
+                    self.kept[key] = (reopen(), None)
+                except Exception as e:  # raised at the next pass, in the loader
+                    self.kept[key] = (None, e)
+            self.dataset, self.dataset_error = self.kept[key]
         elif kind == "stop":
             if msg[1] == self.pid:
                 raise _Stopped
@@ -94,6 +107,16 @@ class Worker:
                 self.gen, self.arena = msg[1], Arena.attach(*msg[2:])
                 self.free = set(range(self.arena.slots))
         # a "pass" cannot come mid-pass: the loader stops the last one first
+
+    def close_kept(self, keys: Iterable[int]) -> None:
+        """Close the kept datasets ``keys`` (their read-ahead, loaded row groups and cache leases
+        released, as a dataset replaced by another was before any were kept)."""
+        for key in keys:
+            dataset, _ = self.kept.pop(key, (None, None))
+            if dataset is self.dataset:
+                self.dataset = None
+            if dataset is not None:
+                dataset.close()
 
     def send(self, msg: tuple[Any, ...]) -> None:
         try:
@@ -179,7 +202,11 @@ class Worker:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the loader's to handle: it stops us
     conn = Connection(int(sys.argv[1]))
-    Worker(conn).serve()
+    worker = Worker(conn)
+    try:
+        worker.serve()
+    finally:  # however it leaves: the kept datasets' cache leases go with them
+        worker.close_kept(list(worker.kept))
 
 
 if __name__ == "__main__":
