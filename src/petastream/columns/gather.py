@@ -123,13 +123,10 @@ _INLINE = 12  # binary_view: values up to this long live in the view itself
 INLINE = _INLINE
 
 
-def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
-    """The ranges as an Arrow ``binary_view`` array over ``data`` (zero-copy), in the order
-    given; None where this pyarrow has no such arrays or a position does not fit the view's
-    int32 (shards over 2 GiB): use :func:`gather_ranges_arrow` then.
-
-    ``data`` must stay alive and unchanged while the array is used.
-    """
+def _view_ranges(data: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``data`` as bytes and the ranges as int64, checked against it; None where Arrow views
+    cannot hold them (no ``binary_view`` in this pyarrow, or a start past int32)."""
     if not _views_supported():
         return None
     data = _as_bytes(data)
@@ -138,7 +135,18 @@ def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     _check_ranges(data, starts, lengths)
     if len(starts) and int(starts.max()) >= 1 << 31:
         return None
-    return _views(data, starts, lengths)
+    return data, starts, lengths
+
+
+def gather_ranges_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Any:
+    """The ranges as an Arrow ``binary_view`` array over ``data`` (zero-copy), in the order
+    given; None where this pyarrow has no such arrays or a position does not fit the view's
+    int32 (shards over 2 GiB): use :func:`gather_ranges_arrow` then.
+
+    ``data`` must stay alive and unchanged while the array is used.
+    """
+    checked = _view_ranges(data, starts, lengths)
+    return None if checked is None else _views(*checked)
 
 
 def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffer_index: int = 0,
@@ -152,14 +160,10 @@ def range_views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, buffe
     that order: no sort, no intermediate copy per shard. ``lead``: the 12 bytes from every
     start, ``(n, 12)`` uint8, where the caller has them already (a gather of each sample's
     head that reaches into the column); overwritten."""
-    if not _views_supported():
+    checked = _view_ranges(data, starts, lengths)
+    if checked is None:
         return None
-    data = _as_bytes(data)
-    starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    _check_ranges(data, starts, lengths)
-    if len(starts) and int(starts.max()) >= 1 << 31:
-        return None
+    data, starts, lengths = checked
     if lead is not None and lead.shape != (len(starts), _INLINE):
         raise InvalidArgumentError(f"lead: expected ({len(starts)}, {_INLINE}) bytes, got {lead.shape}")
     return _view_rows(data, starts, lengths, buffer_index, lead)
